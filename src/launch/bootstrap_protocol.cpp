@@ -1,0 +1,91 @@
+#include "launch/bootstrap_protocol.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sempi/error.hpp"
+#include "transport/little_endian.hpp"
+#include "transport/socket.hpp"
+
+namespace sempi::launch {
+
+std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
+                                        std::chrono::steady_clock::time_point deadline) {
+  const std::string body = message.dump();
+  if (body.size() > kMaxBootstrapMessage) return errc::frame_too_large;
+  std::string wire(4, '\0');
+  transport::store_le<std::uint32_t>(reinterpret_cast<std::uint8_t*>(wire.data()),
+                                     static_cast<std::uint32_t>(body.size()));
+  wire += body;
+  std::size_t off = 0;
+  while (off < wire.size()) {
+    const ssize_t n = ::send(fd, wire.data() + off, wire.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (auto ec = transport::wait_fd(fd, transport::WaitFor::write, deadline); ec) return ec;
+      continue;
+    }
+    if (n < 0 && errno == EPIPE) return errc::connection_closed;
+    return {errno, std::system_category()};
+  }
+  return {};
+}
+
+std::error_code BootstrapReader::feed(int fd) {
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      buffer_.append(buf, static_cast<std::size_t>(n));
+      if (buffer_.size() > kMaxBootstrapMessage + 4 + sizeof buf) return {};  // next() rejects
+      continue;
+    }
+    if (n == 0) return errc::connection_closed;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+    if (errno == ECONNRESET) return errc::connection_closed;
+    return {errno, std::system_category()};
+  }
+}
+
+bool BootstrapReader::next(nlohmann::json& out, std::error_code& error) {
+  error.clear();
+  if (buffer_.size() < 4) return false;
+  const auto length =
+      transport::load_le<std::uint32_t>(reinterpret_cast<const std::uint8_t*>(buffer_.data()));
+  if (length > kMaxBootstrapMessage) {
+    error = errc::frame_too_large;
+    return false;
+  }
+  if (buffer_.size() < 4 + static_cast<std::size_t>(length)) return false;
+  out = nlohmann::json::parse(buffer_.begin() + 4, buffer_.begin() + 4 + length, nullptr, false);
+  buffer_.erase(0, 4 + static_cast<std::size_t>(length));
+  if (out.is_discarded() || !out.is_object() || !out.contains("type") ||
+      !out["type"].is_string()) {
+    error = errc::frame_unexpected;
+    return false;
+  }
+  return true;
+}
+
+std::error_code read_bootstrap_message(int fd, BootstrapReader& reader, nlohmann::json& out,
+                                       std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    std::error_code error;
+    if (reader.next(out, error)) return {};
+    if (error) return error;
+    if (auto ec = reader.feed(fd); ec) return ec;
+    if (reader.next(out, error)) return {};
+    if (error) return error;
+    if (auto ec = transport::wait_fd(fd, transport::WaitFor::read, deadline); ec) return ec;
+  }
+}
+
+}  // namespace sempi::launch

@@ -1,0 +1,54 @@
+#pragma once
+// The private bootstrap channel between the launcher and one rank.
+//
+// Locally it is an AF_UNIX socketpair inherited by the rank (fd number in SEMPI_BOOTSTRAP_FD;
+// nothing secret travels in argv or the environment). Messages are a 4-byte little-endian length
+// followed by a UTF-8 JSON object with a "type" field; at most kMaxBootstrapMessage bytes.
+//
+// rank -> launcher
+//   {"type":"enroll", "csr":PEM, "endpoint":"HOST:PORT", "pid":N}
+//   {"type":"finalize"}                      reached finalize; wait for finalize_ok
+//   {"type":"abort", "code":N, "reason":S}   the application called abort
+// launcher -> rank
+//   {"type":"welcome", "rank":R, "size":N, "job":HEX, "certificate":PEM, "ca":PEM,
+//    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank)}
+//   {"type":"finalize_ok"}                   every rank reached finalize
+//   {"type":"abort", "reason":S}             the job is being torn down
+//   {"type":"error", "reason":S}             enrollment refused (bad CSR, ...)
+//
+// The welcome is sent only when every rank has enrolled, so it doubles as the start-up fence.
+
+#include <chrono>
+#include <string>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+namespace sempi::launch {
+
+inline constexpr std::size_t kMaxBootstrapMessage = 1u << 20;
+inline constexpr const char* kBootstrapFdVariable = "SEMPI_BOOTSTRAP_FD";
+
+/// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
+std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
+                                        std::chrono::steady_clock::time_point deadline);
+
+/// Incremental reader for a non-blocking fd: feed() appends what is readable; next() pops one
+/// complete message. A message over the size limit, invalid JSON or a non-object is an error.
+class BootstrapReader {
+ public:
+  /// Reads what is available. Returns errc::connection_closed at EOF, other codes on error,
+  /// {} when it would block.
+  std::error_code feed(int fd);
+  /// True and fills `out` if a complete message is buffered; sets `error` if it is malformed.
+  bool next(nlohmann::json& out, std::error_code& error);
+
+ private:
+  std::string buffer_;
+};
+
+/// Blocking read of one message with a deadline (for the rank side during start-up).
+std::error_code read_bootstrap_message(int fd, BootstrapReader& reader, nlohmann::json& out,
+                                       std::chrono::steady_clock::time_point deadline);
+
+}  // namespace sempi::launch

@@ -1,0 +1,144 @@
+#include "pki/pem_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "common/hex.hpp"
+#include "pki/job_id.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::pki {
+
+namespace {
+
+constexpr std::size_t kMaxFileSize = 1u << 20;
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+// Closes a descriptor on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  int reset() noexcept {
+    const int rc = fd_ >= 0 ? ::close(fd_) : 0;
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+void make_one_dir(const std::filesystem::path& dir) {
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    // mkdir applies the umask, which can only remove bits; chmod makes the mode exactly 0700.
+    if (::chmod(dir.c_str(), 0700) != 0) {
+      throw Error(ErrorClass::config,
+                  "cannot set mode 0700 on " + dir.string() + ": " + errno_text(errno));
+    }
+    return;
+  }
+  const int err = errno;
+  struct stat st {};
+  if (err == EEXIST && ::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return;  // existing directories are left as they are
+    throw Error(ErrorClass::config, dir.string() + " exists and is not a directory");
+  }
+  throw Error(ErrorClass::config,
+              "cannot create directory " + dir.string() + ": " + errno_text(err));
+}
+
+}  // namespace
+
+void make_private_dir(const std::filesystem::path& dir) {
+  if (dir.empty()) throw Error(ErrorClass::config, "empty directory name");
+  // Create missing ancestors first, each 0700 like the leaf.
+  std::filesystem::path partial;
+  for (const auto& part : dir.lexically_normal()) {
+    if (part.empty()) continue;
+    partial /= part;
+    if (part == "/" || part == "." || part == "..") continue;
+    make_one_dir(partial);
+  }
+}
+
+void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  if ((mode & ~0777u) != 0) {
+    throw Error(ErrorClass::arg, "write_file: mode must be permission bits only");
+  }
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  // Same directory, so rename() is atomic; a random suffix and O_EXCL defeat pre-planted files.
+  const std::filesystem::path tmp =
+      dir / ("." + path.filename().string() + ".tmp-" + JobId::random().hex().substr(0, 16));
+  const auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    throw Error(ErrorClass::io, what + ": " + errno_text(err));
+  };
+  {
+    Fd fd{::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+                 static_cast<mode_t>(mode))};
+    if (fd.get() < 0) {
+      throw Error(ErrorClass::io, "cannot create " + tmp.string() + ": " + errno_text(errno));
+    }
+    // The umask may have removed bits; never adds any beyond `mode`.
+    if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
+      fail("cannot set the mode of " + tmp.string(), errno);
+    }
+    std::size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("cannot write " + tmp.string(), errno);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) fail("cannot sync " + tmp.string(), errno);
+    if (fd.reset() != 0) fail("cannot close " + tmp.string(), errno);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    fail("cannot rename " + tmp.string() + " to " + path.string(), errno);
+  }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  const auto fail = [&](const std::string& what, int err) {
+    throw Error(ErrorClass::config, "cannot read " + path.string() + ": " + what +
+                                        (err != 0 ? errno_text(err) : std::string()));
+  };
+  // O_NONBLOCK: a FIFO must not hang the open; S_ISREG below refuses it.
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (fd.get() < 0) fail("", errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("", errno);
+  if (!S_ISREG(st.st_mode)) fail("not a regular file", 0);
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileSize) {
+    fail("larger than the 1 MiB limit", 0);
+  }
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("", errno);
+    }
+    if (n == 0) break;
+    // The file may grow after fstat; the limit holds on what is actually read.
+    if (out.size() + static_cast<std::size_t>(n) > kMaxFileSize) {
+      fail("larger than the 1 MiB limit", 0);
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace sempi::pki

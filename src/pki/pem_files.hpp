@@ -1,0 +1,22 @@
+#pragma once
+// Reading and writing PEM files with least privilege: secret files 0600, directories 0700.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace sempi::pki {
+
+/// Creates `dir` (and parents) with mode 0700 if missing; throws sempi::Error(config) if it
+/// exists and is not a directory.
+void make_private_dir(const std::filesystem::path& dir);
+
+/// Writes `content` atomically (temp file + rename) with the given mode (0600 for keys, 0644
+/// for certificates). The file is created with the final mode; it is never world-readable
+/// in between. Throws sempi::Error(io).
+void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode);
+
+/// Reads a whole file (at most 1 MiB). Throws sempi::Error(config) naming the path.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace sempi::pki

@@ -1,0 +1,68 @@
+#include "policy/policy_document.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <openssl/evp.h>
+
+#include "sempi/error.hpp"
+
+namespace sempi::policy {
+namespace {
+
+constexpr const char* kDefaultPolicy = R"({
+  "version": 1,
+  "mode": "enforce",
+  "groups": { "all": "*" },
+  "communicators": [
+    { "name": "*", "members": "*", "collectives": "*", "p2p_tags": "*" }
+  ],
+  "segmentation": [ { "from": "all", "to": "all" } ],
+  "limits": {},
+  "on_violation": "drop"
+})";
+
+PolicyDocument from_json(nlohmann::json json, bool is_default) {
+  PolicyDocument doc;
+  doc.canonical = json.dump();
+  doc.json = std::move(json);
+  doc.is_default = is_default;
+  unsigned int len = 0;
+  if (EVP_Digest(doc.canonical.data(), doc.canonical.size(), doc.digest.data(), &len,
+                 EVP_sha256(), nullptr) != 1 ||
+      len != doc.digest.size()) {
+    throw Error(ErrorClass::intern, "SHA-256 of the policy failed");
+  }
+  return doc;
+}
+
+}  // namespace
+
+PolicyDocument PolicyDocument::default_policy() {
+  return from_json(nlohmann::json::parse(kDefaultPolicy), true);
+}
+
+PolicyDocument PolicyDocument::parse(const std::string& text, const std::string& origin) {
+  try {
+    auto json = nlohmann::json::parse(text);
+    if (!json.is_object()) {
+      throw Error(ErrorClass::config, origin + ": a policy must be a JSON object");
+    }
+    return from_json(std::move(json), false);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(ErrorClass::config, origin + ": invalid JSON: " + e.what());
+  }
+}
+
+PolicyDocument PolicyDocument::load(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorClass::config, "cannot read policy file " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) {
+    throw Error(ErrorClass::config, "error reading policy file " + path.string());
+  }
+  return parse(text.str(), path.string());
+}
+
+}  // namespace sempi::policy

@@ -1,0 +1,472 @@
+#include "transport/channel.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include <openssl/err.h>
+
+#include "sempi/error.hpp"
+#include "transport/socket_bio.hpp"
+
+namespace sempi::transport {
+namespace {
+
+// Frames up to this size are copied next to their header so that many small frames go out in
+// one TLS record; larger payloads are written straight from the caller's buffer.
+constexpr std::size_t kCopyThreshold = 8 * 1024;
+// How much to gather before handing coalesced frames to TLS (a few maximum-size records).
+constexpr std::size_t kCoalesceTarget = 64 * 1024;
+// Upper bound for one SSL_write on a large payload; keeps each call's latency bounded.
+constexpr std::size_t kMaxWriteChunk = 1 << 20;
+constexpr std::uint8_t kTlsHandshakeRecord = 0x16;
+
+// Classifies the OpenSSL error queue of a failed handshake; returns a code and drains the queue
+// into `detail`.
+std::error_code classify_handshake_failure(SSL* ssl, std::string& detail) {
+  std::error_code code = errc::tls_handshake_failed;
+  unsigned long e = 0;
+  while ((e = ERR_get_error()) != 0) {
+    const int reason = ERR_GET_REASON(e);
+    if (reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) code = errc::peer_no_certificate;
+    if (reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION) {
+      code = errc::tls_version_refused;
+    }
+    if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_HTTP_REQUEST ||
+        reason == SSL_R_PACKET_LENGTH_TOO_LONG) {
+      if (code == errc::tls_handshake_failed) code = errc::not_tls;
+    }
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!detail.empty()) detail += "; ";
+    detail += buf;
+  }
+  if (const long verify = SSL_get_verify_result(ssl); verify != X509_V_OK) {
+    code = map_verify_result(verify);
+    detail = std::string(X509_verify_cert_error_string(verify)) +
+             (detail.empty() ? "" : " [" + detail + "]");
+  }
+  return code;
+}
+
+bool attach_socket(SSL* ssl, int fd) {
+  BIO* bio = new_socket_bio(fd);
+  if (bio == nullptr) return false;
+  SSL_set_bio(ssl, bio, bio);  // the SSL owns the BIO from here on
+  return true;
+}
+
+// A sink that keeps exactly one frame, for the blocking receive helper.
+class SingleFrameSink final : public FrameSink {
+ public:
+  explicit SingleFrameSink(std::vector<std::uint8_t>& payload) : payload_(payload) {}
+  std::span<std::uint8_t> payload_buffer(const FrameHeader& header) override {
+    payload_.resize(header.length);
+    return payload_;
+  }
+  std::error_code on_frame(const FrameHeader& header, std::span<std::uint8_t>) override {
+    header_ = header;
+    done_ = true;
+    if (header.length == 0) payload_.clear();
+    return {};
+  }
+  [[nodiscard]] bool done() const { return done_; }
+  [[nodiscard]] const FrameHeader& header() const { return header_; }
+
+ private:
+  std::vector<std::uint8_t>& payload_;
+  FrameHeader header_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Channel::Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local)
+    : fd_(std::move(fd)),
+      ssl_(std::move(ssl)),
+      local_limits_(local.hello.limits),
+      local_hello_(local.hello) {}
+
+Channel::~Channel() {
+  // Queued sends must learn that they will never complete.
+  if (!outbound_.empty()) {
+    if (!failed()) failure_ = {errc::connection_closed, "channel destroyed"};
+    for (auto& item : outbound_) {
+      if (item.done) item.done(failure_.code);
+    }
+  }
+}
+
+std::unique_ptr<Channel> Channel::connect(const LocalEndpoint& local, const Endpoint& to,
+                                          std::uint32_t expected_rank, Deadline deadline,
+                                          ChannelError& error) {
+  std::error_code ec;
+  UniqueFd fd = tcp_connect(to, deadline, ec);
+  if (!fd.valid()) {
+    error = {ec == errc::timeout ? make_error_code(errc::timeout)
+                                 : make_error_code(errc::connection_failed),
+             "connect to " + format_endpoint(to) + ": " + ec.message()};
+    return nullptr;
+  }
+  pki::OsslErrorScope scope;
+  pki::SslPtr ssl{SSL_new(local.tls->get())};
+  if (!ssl || !attach_socket(ssl.get(), fd.get())) {
+    error = {errc::tls_handshake_failed, pki::drain_openssl_errors()};
+    return nullptr;
+  }
+  SSL_set_connect_state(ssl.get());
+  auto requirements = local.requirements();
+  requirements.expected_rank = expected_rank;
+  std::unique_ptr<Channel> channel(new Channel(std::move(fd), std::move(ssl), local));
+  return establish(std::move(channel), true, requirements, nullptr, deadline, error);
+}
+
+std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd socket,
+                                         const std::function<bool(std::uint32_t)>& claim_rank,
+                                         Deadline deadline, ChannelError& error) {
+  // Refuse plaintext before TLS sees it: a TLS connection must open with a handshake record.
+  if (auto ec = wait_fd(socket.get(), WaitFor::read, deadline); ec) {
+    error = {errc::timeout, "peer sent nothing before the handshake deadline"};
+    return nullptr;
+  }
+  std::uint8_t first = 0;
+  const auto peeked = ::recv(socket.get(), &first, 1, MSG_PEEK);
+  if (peeked == 0) {
+    error = {errc::connection_closed, "peer closed before the TLS handshake"};
+    return nullptr;
+  }
+  if (peeked < 0) {
+    error = {errc::connection_failed, std::system_category().message(errno)};
+    return nullptr;
+  }
+  if (first != kTlsHandshakeRecord) {
+    error = {errc::not_tls, "first byte 0x" + std::to_string(first) + " is not a TLS handshake"};
+    return nullptr;
+  }
+  pki::OsslErrorScope scope;
+  pki::SslPtr ssl{SSL_new(local.tls->get())};
+  if (!ssl || !attach_socket(ssl.get(), socket.get())) {
+    error = {errc::tls_handshake_failed, pki::drain_openssl_errors()};
+    return nullptr;
+  }
+  SSL_set_accept_state(ssl.get());
+  std::unique_ptr<Channel> channel(new Channel(std::move(socket), std::move(ssl), local));
+  return establish(std::move(channel), false, local.requirements(), &claim_rank, deadline, error);
+}
+
+std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bool is_client,
+                                            PeerRequirements requirements,
+                                            const std::function<bool(std::uint32_t)>* claim_rank,
+                                            Deadline deadline, ChannelError& error) {
+  error = channel->handshake(is_client, deadline);
+  if (error.code) return nullptr;
+  if (auto ec = verify_peer(channel->ssl_.get(), requirements, channel->peer_, error.detail); ec) {
+    error.code = ec;
+    return nullptr;
+  }
+  error = channel->exchange_hello(deadline);
+  if (error.code) return nullptr;
+  // Claim the rank only once the peer has fully proven it, so a failed attempt cannot block
+  // the genuine rank.
+  if (claim_rank != nullptr && *claim_rank && !(*claim_rank)(channel->peer_.rank)) {
+    error = {errc::peer_duplicate_rank,
+             "rank " + std::to_string(channel->peer_.rank) + " is already connected"};
+    return nullptr;
+  }
+  return channel;
+}
+
+ChannelError Channel::handshake(bool is_client, Deadline deadline) {
+  for (;;) {
+    ERR_clear_error();
+    const int rc = SSL_do_handshake(ssl_.get());
+    if (rc == 1) return {};
+    const int err = SSL_get_error(ssl_.get(), rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      const auto what = err == SSL_ERROR_WANT_READ ? WaitFor::read : WaitFor::write;
+      if (auto ec = wait_fd(fd_.get(), what, deadline); ec) {
+        return {errc::timeout, std::string("TLS handshake did not complete before the deadline (") +
+                                   (is_client ? "client" : "server") + ")"};
+      }
+      continue;
+    }
+    ChannelError error;
+    if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+      error = {errc::connection_closed, "peer closed the connection during the TLS handshake"};
+      if (SSL_get_verify_result(ssl_.get()) != X509_V_OK) {
+        error.code = classify_handshake_failure(ssl_.get(), error.detail);
+      }
+      return error;
+    }
+    error.code = classify_handshake_failure(ssl_.get(), error.detail);
+    return error;
+  }
+}
+
+ChannelError Channel::exchange_hello(Deadline deadline) {
+  // Both sides send first, then read: one round trip, and HELLO is small enough never to block.
+  const auto hello = encode_hello(local_hello_);
+  FrameHeader header;
+  header.type = FrameType::hello;
+  header.length = hello.size();
+  if (auto ec = send_frame(header, hello, deadline); ec) return failure_.code ? failure_ : ChannelError{ec, ""};
+
+  std::vector<std::uint8_t> payload;
+  FrameHeader received;
+  if (auto ec = receive_frame(received, payload, deadline); ec) {
+    return failure_.code ? failure_ : ChannelError{ec, "waiting for HELLO"};
+  }
+  if (received.type != FrameType::hello) {
+    return {errc::frame_unexpected,
+            std::string("expected HELLO, got ") + frame_type_name(received.type)};
+  }
+  Hello theirs;
+  if (auto ec = decode_hello(payload, theirs); ec) return {ec, "malformed HELLO"};
+  if (theirs.job != peer_.job || theirs.rank != peer_.rank ||
+      theirs.policy_digest != peer_.policy_digest) {
+    return {errc::hello_invalid, "HELLO identity differs from the peer's certificate"};
+  }
+  if (theirs.world_size != local_hello_.world_size) {
+    return {errc::hello_invalid, "peer believes the job has " + std::to_string(theirs.world_size) +
+                                     " ranks, we have " + std::to_string(local_hello_.world_size)};
+  }
+  peer_limits_ = theirs.limits;
+  return {};
+}
+
+std::string Channel::cipher() const { return SSL_get_cipher_name(ssl_.get()); }
+
+std::error_code Channel::fail(std::error_code code, std::string detail) {
+  if (!failed()) failure_ = {code, std::move(detail)};
+  // Every queued send learns the outcome exactly once.
+  auto pending = std::move(outbound_);
+  outbound_.clear();
+  coalesced_.clear();
+  coalesced_frames_ = 0;
+  for (auto& item : pending) {
+    if (item.done) item.done(failure_.code);
+  }
+  return failure_.code;
+}
+
+std::error_code Channel::fail_from_ssl(int ssl_error, const char* during) {
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+    return fail(errc::connection_closed, std::string("peer closed the channel during ") + during);
+  }
+  if (ssl_error == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+    const int saved = errno;
+    return fail(errc::connection_closed, std::string("connection lost during ") + during +
+                                             (saved != 0 ? ": " + std::system_category().message(saved) : ""));
+  }
+  std::string detail = std::string(during) + ": " + pki::drain_openssl_errors();
+  return fail(errc::tls_io_error, std::move(detail));
+}
+
+std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t> payload,
+                               SendCompletion done) {
+  if (failed()) {
+    if (done) done(failure_.code);
+    return next_out_sequence_;
+  }
+  if (payload.size() > peer_limits_.max_frame_payload && header.type != FrameType::hello) {
+    if (done) done(errc::frame_too_large);
+    return next_out_sequence_;
+  }
+  header.sequence = next_out_sequence_++;
+  header.length = payload.size();
+  Outbound item;
+  item.header = encode_frame_header(header);
+  if (payload.size() <= kCopyThreshold) {
+    item.small.reserve(kFrameHeaderSize + payload.size());
+    item.small.insert(item.small.end(), item.header.begin(), item.header.end());
+    item.small.insert(item.small.end(), payload.begin(), payload.end());
+  } else {
+    item.large = payload;
+  }
+  item.done = std::move(done);
+  outbound_.push_back(std::move(item));
+  return header.sequence;
+}
+
+void Channel::complete_written() {
+  while (!outbound_.empty() && outbound_.front().written == outbound_.front().total()) {
+    auto done = std::move(outbound_.front().done);
+    outbound_.pop_front();
+    if (done) done({});
+  }
+}
+
+std::error_code Channel::flush() {
+  if (failed()) return failure_.code;
+  write_wants_read_ = false;
+  while (!outbound_.empty()) {
+    // Choose what to hand to TLS: a batch of small frames, or a slice of the front frame.
+    const std::uint8_t* data = nullptr;
+    std::size_t size = 0;
+    Outbound& front = outbound_.front();
+    if (coalesced_frames_ == 0 && !front.small.empty() && front.written == 0 &&
+        outbound_.size() > 1 && !outbound_[1].small.empty()) {
+      coalesced_.clear();
+      for (auto& item : outbound_) {
+        if (item.small.empty() || coalesced_.size() + item.small.size() > kCoalesceTarget) break;
+        coalesced_.insert(coalesced_.end(), item.small.begin(), item.small.end());
+        ++coalesced_frames_;
+      }
+      coalesced_written_ = 0;
+    }
+    if (coalesced_frames_ > 0) {
+      data = coalesced_.data() + coalesced_written_;
+      size = coalesced_.size() - coalesced_written_;
+    } else if (!front.small.empty()) {
+      data = front.small.data() + front.written;
+      size = front.small.size() - front.written;
+    } else if (front.written < kFrameHeaderSize) {
+      data = front.header.data() + front.written;
+      size = kFrameHeaderSize - front.written;
+    } else {
+      const std::size_t offset = front.written - kFrameHeaderSize;
+      data = front.large.data() + offset;
+      size = std::min(front.large.size() - offset, kMaxWriteChunk);
+    }
+    if (retry_size_ != 0) size = retry_size_;  // OpenSSL requires the same length on retry
+
+    ERR_clear_error();
+    const int rc = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+    if (rc <= 0) {
+      const int err = SSL_get_error(ssl_.get(), rc);
+      if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+        retry_size_ = size;
+        write_wants_read_ = err == SSL_ERROR_WANT_READ;
+        return {};
+      }
+      return fail_from_ssl(err, "send");
+    }
+    retry_size_ = 0;
+    auto written = static_cast<std::size_t>(rc);
+    if (coalesced_frames_ > 0) {
+      coalesced_written_ += written;
+      // Credit the bytes to the frames they belong to, in order.
+      for (std::size_t i = 0; i < coalesced_frames_ && written > 0; ++i) {
+        auto& item = outbound_[i];
+        const std::size_t take = std::min(written, item.small.size() - item.written);
+        item.written += take;
+        written -= take;
+      }
+      if (coalesced_written_ == coalesced_.size()) coalesced_frames_ = 0;
+      const std::size_t before = outbound_.size();
+      complete_written();
+      if (coalesced_frames_ > 0) {
+        // Frames fully written leave the queue; keep the batch count in step.
+        coalesced_frames_ -= before - outbound_.size();
+      }
+    } else {
+      front.written += written;
+      complete_written();
+    }
+  }
+  return {};
+}
+
+long Channel::read_some(std::uint8_t* dst, std::size_t size) {
+  ERR_clear_error();
+  const int rc = SSL_read(ssl_.get(), dst, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+  if (rc > 0) return rc;
+  const int err = SSL_get_error(ssl_.get(), rc);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return 0;
+  fail_from_ssl(err, "receive");
+  return -1;
+}
+
+bool Channel::has_buffered_input() const { return SSL_has_pending(ssl_.get()) == 1; }
+
+std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {
+  if (failed()) return failure_.code;
+  std::size_t delivered = 0;
+  while (delivered < max_frames) {
+    if (!in_payload_phase_) {
+      const long n = read_some(in_header_.data() + in_header_got_,
+                               kFrameHeaderSize - in_header_got_);
+      if (n < 0) return failure_.code;
+      if (n == 0) return {};
+      in_header_got_ += static_cast<std::size_t>(n);
+      if (in_header_got_ < kFrameHeaderSize) continue;
+      in_header_got_ = 0;
+      if (auto ec = decode_frame_header(in_header_, local_limits_.max_frame_payload,
+                                        next_in_sequence_, in_frame_);
+          ec) {
+        return fail(ec, "frame header from rank " + std::to_string(peer_.rank));
+      }
+      ++next_in_sequence_;
+      if (in_frame_.length > 0) {
+        in_payload_ = sink.payload_buffer(in_frame_);
+        if (in_payload_.size() != in_frame_.length) {
+          return fail(errc::frame_unexpected, "no buffer for the frame payload");
+        }
+        in_payload_got_ = 0;
+        in_payload_phase_ = true;
+        continue;
+      }
+    } else {
+      const long n = read_some(in_payload_.data() + in_payload_got_,
+                               in_payload_.size() - in_payload_got_);
+      if (n < 0) return failure_.code;
+      if (n == 0) return {};
+      in_payload_got_ += static_cast<std::size_t>(n);
+      if (in_payload_got_ < in_payload_.size()) continue;
+      in_payload_phase_ = false;
+    }
+    // A complete frame: header (and payload, if any) fully received.
+    ++delivered;
+    if (auto ec = sink.on_frame(in_frame_, in_frame_.length > 0 ? in_payload_
+                                                                 : std::span<std::uint8_t>{});
+        ec) {
+      return fail(ec, std::string("frame ") + frame_type_name(in_frame_.type) + " rejected");
+    }
+  }
+  return {};
+}
+
+std::error_code Channel::send_frame(const FrameHeader& header,
+                                    std::span<const std::uint8_t> payload, Deadline deadline) {
+  bool finished = false;
+  std::error_code result;
+  enqueue(header, payload, [&](std::error_code ec) {
+    finished = true;
+    result = ec;
+  });
+  while (!finished) {
+    if (auto ec = flush(); ec) return ec;
+    if (finished) break;
+    const auto what = wants_read_for_write() ? WaitFor::read : WaitFor::write;
+    if (auto ec = wait_fd(fd_.get(), what, deadline); ec) {
+      return fail(ec, "send did not complete before the deadline");
+    }
+  }
+  return result;
+}
+
+std::error_code Channel::receive_frame(FrameHeader& header, std::vector<std::uint8_t>& payload,
+                                       Deadline deadline) {
+  SingleFrameSink sink(payload);
+  for (;;) {
+    if (auto ec = read_available(sink, 1); ec) return ec;
+    if (sink.done()) {
+      header = sink.header();
+      return {};
+    }
+    if (has_buffered_input()) continue;
+    if (auto ec = wait_fd(fd_.get(), WaitFor::read, deadline); ec) return ec;
+  }
+}
+
+void Channel::shutdown() noexcept {
+  if (!failed()) {
+    ERR_clear_error();
+    SSL_shutdown(ssl_.get());
+  }
+  ERR_clear_error();
+}
+
+}  // namespace sempi::transport

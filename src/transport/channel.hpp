@@ -1,0 +1,181 @@
+#pragma once
+// A channel: one mutually authenticated TLS 1.3 connection between two ranks of one job,
+// carrying sempi frames. The channel knows frames, not MPI.
+//
+// OpenSSL runs directly on the non-blocking socket (socket BIO) rather than through Asio's
+// ssl::stream: the stream's memory-BIO pair adds a copy of every byte in each direction and a
+// second buffer per connection, and the progress engine drives readiness itself anyway.
+//
+// Life cycle: connect() or accept() perform TCP + TLS handshake + identity pinning + HELLO under
+// one deadline and return a ready channel or a specific error. Afterwards frames are exchanged
+// with the non-blocking enqueue()/flush()/read_available() trio (used by the progress engine) or
+// the blocking send_frame()/receive_frame() helpers, which take deadlines.
+//
+// Errors: any violation by the peer (malformed, unknown, oversize or out-of-sequence frame, TLS
+// error, EOF) fails the channel permanently; every later call returns the same error and every
+// queued send completes with it. A partially received frame is never delivered.
+//
+// Thread safety: a Channel is not thread-safe; one thread (the rank's progress thread) owns it.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "pki/identity.hpp"
+#include "pki/ossl.hpp"
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
+#include "transport/peer_verifier.hpp"
+#include "transport/socket.hpp"
+#include "transport/tls_context.hpp"
+
+namespace sempi::transport {
+
+/// This rank's side of every channel it opens.
+struct LocalEndpoint {
+  std::shared_ptr<const TlsContext> tls;
+  Hello hello;  // our job, rank, world size, policy digest and limits
+
+  [[nodiscard]] PeerRequirements requirements() const {
+    return {hello.job, hello.world_size, hello.policy_digest, std::nullopt};
+  }
+};
+
+/// Why a channel could not be established or failed: a code to branch on, a detail for people.
+struct ChannelError {
+  std::error_code code;
+  std::string detail;
+
+  [[nodiscard]] std::string message() const {
+    return detail.empty() ? code.message() : code.message() + " (" + detail + ")";
+  }
+};
+
+/// Receives decoded frames from read_available().
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  /// Where to put the payload of `header` (exactly header.length bytes); called only for
+  /// length > 0, after the header passed validation. The span must stay valid until on_frame.
+  virtual std::span<std::uint8_t> payload_buffer(const FrameHeader& header) = 0;
+  /// A complete frame. Returning an error fails the channel (e.g. errc::frame_unexpected).
+  virtual std::error_code on_frame(const FrameHeader& header,
+                                   std::span<std::uint8_t> payload) = 0;
+};
+
+/// Called once per queued frame: with {} when fully handed to TLS, or with the channel's error.
+using SendCompletion = std::function<void(std::error_code)>;
+
+class Channel {
+ public:
+  /// Dials `to`, expecting the peer to be `expected_rank` of our job.
+  static std::unique_ptr<Channel> connect(const LocalEndpoint& local, const Endpoint& to,
+                                          std::uint32_t expected_rank, Deadline deadline,
+                                          ChannelError& error);
+
+  /// Runs the server side on an accepted socket. `claim_rank` is called with the verified peer
+  /// rank and returns false if that rank is already connected (the channel is then refused with
+  /// errc::peer_duplicate_rank).
+  static std::unique_ptr<Channel> accept(const LocalEndpoint& local, UniqueFd socket,
+                                         const std::function<bool(std::uint32_t)>& claim_rank,
+                                         Deadline deadline, ChannelError& error);
+
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  ~Channel();
+
+  [[nodiscard]] const pki::Identity& peer() const noexcept { return peer_; }
+  [[nodiscard]] const ChannelLimits& peer_limits() const noexcept { return peer_limits_; }
+  [[nodiscard]] const ChannelLimits& local_limits() const noexcept { return local_limits_; }
+  [[nodiscard]] int native_handle() const noexcept { return fd_.get(); }
+  [[nodiscard]] const ChannelError& failure() const noexcept { return failure_; }
+  [[nodiscard]] bool failed() const noexcept { return static_cast<bool>(failure_.code); }
+  /// The negotiated TLS suite, e.g. "TLS_AES_128_GCM_SHA256".
+  [[nodiscard]] std::string cipher() const;
+
+  /// Queues a frame; the channel assigns the sequence number. The payload is copied if small,
+  /// otherwise referenced: it must stay valid until `done` runs. A payload larger than the peer's
+  /// max_frame_payload is refused immediately (errc::frame_too_large via `done`).
+  /// Returns the sequence number the frame carries (the peer sees the same number).
+  std::uint64_t enqueue(FrameHeader header, std::span<const std::uint8_t> payload, SendCompletion done);
+  /// Writes queued frames without blocking. Returns the channel failure, if any.
+  std::error_code flush();
+  /// True while queued bytes remain; the caller waits for writability (or readability, see
+  /// wants_read_for_write()).
+  [[nodiscard]] bool has_pending_writes() const noexcept { return !outbound_.empty(); }
+  /// TLS may need to read before it can write (rare in TLS 1.3, e.g. key update).
+  [[nodiscard]] bool wants_read_for_write() const noexcept { return write_wants_read_; }
+
+  /// Reads and delivers up to `max_frames` complete frames without blocking.
+  std::error_code read_available(FrameSink& sink, std::size_t max_frames = SIZE_MAX);
+  /// True if TLS holds decrypted or buffered bytes: poll() would not report them.
+  [[nodiscard]] bool has_buffered_input() const;
+
+  /// Blocking send of one frame, bounded by the deadline.
+  std::error_code send_frame(const FrameHeader& header, std::span<const std::uint8_t> payload,
+                             Deadline deadline);
+  /// Blocking receive of one frame, bounded by the deadline. Payload is resized to fit.
+  std::error_code receive_frame(FrameHeader& header, std::vector<std::uint8_t>& payload,
+                                Deadline deadline);
+
+  /// Best-effort orderly TLS close (close_notify); the socket closes on destruction.
+  void shutdown() noexcept;
+
+ private:
+  struct Outbound {
+    EncodedHeader header;
+    std::vector<std::uint8_t> small;  // header + payload copied together, for small frames
+    std::span<const std::uint8_t> large;
+    std::size_t written = 0;  // bytes of (small or header+large) handed to TLS
+    SendCompletion done;
+    [[nodiscard]] std::size_t total() const {
+      return small.empty() ? kFrameHeaderSize + large.size() : small.size();
+    }
+  };
+
+  Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local);
+  static std::unique_ptr<Channel> establish(std::unique_ptr<Channel> channel, bool is_client,
+                                            PeerRequirements requirements,
+                                            const std::function<bool(std::uint32_t)>* claim_rank,
+                                            Deadline deadline, ChannelError& error);
+  ChannelError handshake(bool is_client, Deadline deadline);
+  ChannelError exchange_hello(Deadline deadline);
+  std::error_code fail(std::error_code code, std::string detail);
+  std::error_code fail_from_ssl(int ssl_error, const char* during);
+  // One SSL_read into dst; returns bytes, 0 when it would block, -1 after failing the channel.
+  long read_some(std::uint8_t* dst, std::size_t size);
+  void complete_written();
+
+  UniqueFd fd_;
+  pki::SslPtr ssl_;
+  ChannelLimits local_limits_;
+  Hello local_hello_;
+  pki::Identity peer_;
+  ChannelLimits peer_limits_;
+  ChannelError failure_;
+
+  // Outbound state.
+  std::deque<Outbound> outbound_;
+  std::vector<std::uint8_t> coalesced_;  // small frames gathered into one TLS write
+  std::size_t coalesced_frames_ = 0;
+  std::size_t coalesced_written_ = 0;
+  std::size_t retry_size_ = 0;  // SSL_write must be retried with the same length after WANT_*
+  bool write_wants_read_ = false;
+  std::uint64_t next_out_sequence_ = 0;
+
+  // Inbound state.
+  EncodedHeader in_header_{};
+  std::size_t in_header_got_ = 0;
+  FrameHeader in_frame_;
+  std::span<std::uint8_t> in_payload_;
+  std::size_t in_payload_got_ = 0;
+  bool in_payload_phase_ = false;
+  std::uint64_t next_in_sequence_ = 0;
+};
+
+}  // namespace sempi::transport

@@ -1,0 +1,77 @@
+#pragma once
+// The sempi frame: a fixed 48-byte little-endian header followed by `length` payload bytes,
+// carried inside a TLS 1.3 channel. Network input is hostile: decode_frame_header() checks every
+// field before anything is allocated, and any violation is a typed error that closes the channel.
+//
+//  offset size field
+//       0    2 magic        0x5053 ("SP")
+//       2    1 version      kProtocolVersion
+//       3    1 type         FrameType
+//       4    2 flags        FrameFlags; unknown bits are an error
+//       6    2 op           collective operation kind (0 = point-to-point)
+//       8    4 context      communicator context id
+//      12    4 source       sender's rank in the communicator
+//      16    4 tag          message tag (signed)
+//      20    4 reserved     must be zero
+//      24    8 sequence     per channel and direction, starts at 0 (HELLO), +1 per frame
+//      32    8 length       payload bytes in this frame
+//      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA: rendezvous id)
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+namespace sempi::transport {
+
+inline constexpr std::size_t kFrameHeaderSize = 48;
+inline constexpr std::uint16_t kFrameMagic = 0x5053;
+
+enum class FrameType : std::uint8_t {
+  hello = 1,     // identity and limits, first frame in each direction
+  eager = 2,     // a whole small message
+  rts = 3,       // rendezvous: request to send `aux` bytes
+  cts = 4,       // rendezvous: clear to send for rendezvous id `aux`
+  data = 5,      // rendezvous payload chunk for id `aux`
+  sync_ack = 6,  // synchronous-send acknowledgement for the message with sequence `aux`
+  control = 7,   // runtime control (communicator agreement, barrier of the launcher, ...)
+  goodbye = 8,   // orderly close: the sender will send nothing more
+  abort = 9,     // the job is aborting; payload is a UTF-8 reason
+};
+inline constexpr std::uint8_t kMaxFrameType = 9;
+
+namespace frame_flags {
+inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)
+inline constexpr std::uint16_t kLast = 1u << 1;         // last DATA chunk of a rendezvous
+inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast;
+}  // namespace frame_flags
+
+struct FrameHeader {
+  FrameType type = FrameType::eager;
+  std::uint16_t flags = 0;
+  std::uint16_t op = 0;
+  std::uint32_t context = 0;
+  std::uint32_t source = 0;
+  std::int32_t tag = 0;
+  std::uint64_t sequence = 0;
+  std::uint64_t length = 0;
+  std::uint64_t aux = 0;
+
+  bool operator==(const FrameHeader&) const = default;
+};
+
+using EncodedHeader = std::array<std::uint8_t, kFrameHeaderSize>;
+
+/// Serializes a header (little endian, version kProtocolVersion, reserved zero).
+EncodedHeader encode_frame_header(const FrameHeader& header) noexcept;
+
+/// Parses and validates a header: magic, version, type, flags, reserved bits, length against
+/// `max_payload`, and sequence against `expected_sequence`. Never throws, never allocates.
+std::error_code decode_frame_header(std::span<const std::uint8_t, kFrameHeaderSize> bytes,
+                                    std::uint64_t max_payload, std::uint64_t expected_sequence,
+                                    FrameHeader& out) noexcept;
+
+const char* frame_type_name(FrameType type) noexcept;
+
+}  // namespace sempi::transport

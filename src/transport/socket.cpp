@@ -1,0 +1,116 @@
+#include "transport/socket.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sempi/error.hpp"
+
+namespace sempi::transport {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+UniqueFd::~UniqueFd() { reset(); }
+
+int UniqueFd::release() noexcept {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+std::error_code wait_fd(int fd, WaitFor what, Deadline deadline) {
+  pollfd p{fd, static_cast<short>(what == WaitFor::read ? POLLIN : POLLOUT), 0};
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) return errc::timeout;
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    const int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(remaining, 60'000)));
+    if (rc > 0) return {};  // readable, writable, or HUP/ERR: the next I/O call reports which
+    if (rc < 0 && errno != EINTR) return {errno, std::system_category()};
+  }
+}
+
+std::error_code prepare_stream_socket(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+    return {errno, std::system_category()};
+  }
+  // Latency matters more than packet count for MPI traffic; the channel coalesces itself.
+  const int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {
+    return {errno, std::system_category()};
+  }
+  return {};
+}
+
+UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec) {
+  UniqueFd fd{::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (!fd.valid()) {
+    ec = {errno, std::system_category()};
+    return {};
+  }
+  if (ec = prepare_stream_socket(fd.get()); ec) return {};
+  if (::connect(fd.get(), to.data(), static_cast<socklen_t>(to.size())) < 0) {
+    if (errno != EINPROGRESS && errno != EINTR) {
+      ec = {errno, std::system_category()};
+      return {};
+    }
+    if (ec = wait_fd(fd.get(), WaitFor::write, deadline); ec) return {};
+    int error = 0;
+    socklen_t len = sizeof error;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len) < 0) error = errno;
+    if (error != 0) {
+      ec = {error, std::system_category()};
+      return {};
+    }
+  }
+  ec.clear();
+  return fd;
+}
+
+Endpoint parse_endpoint(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    throw Error(ErrorClass::config, "invalid address '" + text + "': expected HOST:PORT");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  asio::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) throw Error(ErrorClass::config, "invalid IP address '" + host + "' in '" + text + "'");
+  unsigned long port = 0;
+  try {
+    std::size_t used = 0;
+    port = std::stoul(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || port > 65535) throw std::out_of_range("port");
+  } catch (const std::exception&) {
+    throw Error(ErrorClass::config, "invalid port in '" + text + "'");
+  }
+  return {address, static_cast<unsigned short>(port)};
+}
+
+std::string format_endpoint(const Endpoint& endpoint) {
+  const auto address = endpoint.address();
+  const std::string host =
+      address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
+}  // namespace sempi::transport

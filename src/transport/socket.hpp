@@ -1,0 +1,51 @@
+#pragma once
+// Thin POSIX socket helpers with deadlines. Sockets are non-blocking; every wait is bounded.
+
+#include <chrono>
+#include <string>
+#include <system_error>
+
+#include <asio/ip/tcp.hpp>
+
+namespace sempi::transport {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+using Endpoint = asio::ip::tcp::endpoint;
+
+/// An owned file descriptor, closed on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd();
+
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
+  int release() noexcept;
+  void reset(int fd = -1) noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+enum class WaitFor { read, write };
+
+/// Waits until `fd` is ready or the deadline passes (errc::timeout). Retries on EINTR.
+std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
+
+/// Non-blocking TCP connect with TCP_NODELAY; bounded by the deadline.
+UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
+
+/// Sets O_NONBLOCK, FD_CLOEXEC and TCP_NODELAY on a connected socket.
+std::error_code prepare_stream_socket(int fd);
+
+/// Parses "host:port" (IPv4 dotted quad or [IPv6]); throws sempi::Error(config).
+Endpoint parse_endpoint(const std::string& text);
+std::string format_endpoint(const Endpoint& endpoint);
+
+}  // namespace sempi::transport

@@ -1,0 +1,250 @@
+// Two ranks of one job over real TLS 1.3 on loopback: handshake, identity, frames of every size,
+// a 256 MiB stream, and coalesced small frames.
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "sempi/error.hpp"
+#include "support/test_job.hpp"
+
+namespace sempi::test {
+namespace {
+
+using transport::Channel;
+using transport::ChannelError;
+using transport::FrameHeader;
+using transport::FrameType;
+
+std::uint64_t fnv1a(std::span<const std::uint8_t> data, std::uint64_t h = 1469598103934665603ull) {
+  for (std::uint8_t b : data) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+std::vector<std::uint8_t> pattern(std::size_t size, std::uint64_t seed) {
+  std::vector<std::uint8_t> v(size);
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<std::uint8_t>(x);
+  }
+  return v;
+}
+
+// A connected pair: rank 0 accepts, rank 1 dials.
+struct Pair {
+  std::unique_ptr<Channel> server;
+  std::unique_ptr<Channel> client;
+};
+
+Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {}) {
+  const auto server_local = job.endpoint(job.issue(0), limits);
+  const auto client_local = job.endpoint(job.issue(1), limits);
+  transport::Listener listener(loopback_any_port());
+  auto accepted = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto fd = listener.accept(long_deadline(), ec);
+    ChannelError error;
+    auto ch = Channel::accept(server_local, std::move(fd), [](std::uint32_t) { return true; },
+                              long_deadline(), error);
+    EXPECT_FALSE(error.code) << error.message();
+    return ch;
+  });
+  ChannelError error;
+  auto client = Channel::connect(client_local, listener.endpoint(), 0, long_deadline(), error);
+  EXPECT_FALSE(error.code) << error.message();
+  return {accepted.get(), std::move(client)};
+}
+
+TEST(Channel, HandshakeEstablishesPinnedIdentitiesOverTls13) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  EXPECT_EQ(pair.server->peer().rank, 1u);
+  EXPECT_EQ(pair.client->peer().rank, 0u);
+  EXPECT_EQ(pair.server->peer().job, job.ca().job());
+  const std::string cipher = pair.client->cipher();
+  EXPECT_TRUE(cipher == "TLS_AES_128_GCM_SHA256" || cipher == "TLS_AES_256_GCM_SHA384" ||
+              cipher == "TLS_CHACHA20_POLY1305_SHA256")
+      << cipher;
+}
+
+TEST(Channel, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  const std::vector<std::size_t> sizes = {0,     1,         47,        48,         8191,
+                                          8192,  8193,      65536,     (1 << 20) + 3,
+                                          16 << 20, 64 << 20};
+  auto receiver = std::async(std::launch::async, [&] {
+    std::vector<std::uint64_t> sums;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      FrameHeader h;
+      std::vector<std::uint8_t> payload;
+      if (auto ec = pair.server->receive_frame(h, payload, long_deadline()); ec) {
+        ADD_FAILURE() << ec.message();
+        break;
+      }
+      EXPECT_EQ(h.type, FrameType::eager);
+      EXPECT_EQ(h.tag, static_cast<std::int32_t>(i));
+      EXPECT_EQ(payload.size(), sizes[i]);
+      sums.push_back(fnv1a(payload));
+    }
+    return sums;
+  });
+  std::vector<std::uint64_t> expected;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto data = pattern(sizes[i], i);
+    expected.push_back(fnv1a(data));
+    FrameHeader h;
+    h.type = FrameType::eager;
+    h.tag = static_cast<std::int32_t>(i);
+    ASSERT_FALSE(pair.client->send_frame(h, data, long_deadline()));
+  }
+  EXPECT_EQ(receiver.get(), expected);
+}
+
+TEST(Channel, Streams256MiBThroughOneChannel) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  constexpr std::size_t kChunk = 4 << 20;
+  constexpr std::size_t kChunks = 64;  // 256 MiB
+  auto receiver = std::async(std::launch::async, [&] {
+    std::uint64_t sum = 1469598103934665603ull;
+    std::size_t bytes = 0;
+    std::vector<std::uint8_t> payload;
+    for (std::size_t i = 0; i < kChunks; ++i) {
+      FrameHeader h;
+      if (auto ec = pair.server->receive_frame(h, payload, long_deadline()); ec) {
+        ADD_FAILURE() << ec.message();
+        break;
+      }
+      sum = fnv1a(payload, sum);
+      bytes += payload.size();
+    }
+    EXPECT_EQ(bytes, kChunk * kChunks);
+    return sum;
+  });
+  std::uint64_t expected = 1469598103934665603ull;
+  auto data = pattern(kChunk, 7);
+  for (std::size_t i = 0; i < kChunks; ++i) {
+    data.at(i) ^= 0x5a;  // every chunk differs, so reordering would show
+    expected = fnv1a(data, expected);
+    FrameHeader h;
+    ASSERT_FALSE(pair.client->send_frame(h, data, long_deadline()));
+  }
+  EXPECT_EQ(receiver.get(), expected);
+}
+
+// Many small frames queued at once are coalesced into few TLS writes; order and content hold.
+TEST(Channel, QueuedSmallFramesAreDeliveredInOrder) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  constexpr int kFrames = 2000;
+  std::vector<std::vector<std::uint8_t>> payloads;
+  for (int i = 0; i < kFrames; ++i) payloads.push_back(pattern(static_cast<std::size_t>(i % 300), i));
+  auto receiver = std::async(std::launch::async, [&] {
+    int ok = 0;
+    for (int i = 0; i < kFrames; ++i) {
+      FrameHeader h;
+      std::vector<std::uint8_t> payload;
+      if (pair.server->receive_frame(h, payload, long_deadline())) break;
+      if (h.tag == i && payload == payloads[static_cast<std::size_t>(i)]) ++ok;
+    }
+    return ok;
+  });
+  int completed = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    FrameHeader h;
+    h.tag = i;
+    pair.client->enqueue(h, payloads[static_cast<std::size_t>(i)], [&](std::error_code ec) {
+      EXPECT_FALSE(ec);
+      ++completed;
+    });
+  }
+  const auto deadline = long_deadline();
+  while (pair.client->has_pending_writes()) {
+    ASSERT_FALSE(pair.client->flush());
+    if (pair.client->has_pending_writes()) {
+      ASSERT_FALSE(transport::wait_fd(pair.client->native_handle(), transport::WaitFor::write,
+                                      deadline));
+    }
+  }
+  EXPECT_EQ(completed, kFrames);
+  EXPECT_EQ(receiver.get(), kFrames);
+}
+
+TEST(Channel, FrameLargerThanPeerLimitIsRefusedBeforeSending) {
+  TestJob job(2);
+  transport::ChannelLimits limits;
+  limits.max_frame_payload = 1 << 20;
+  auto pair = connect_pair(job, limits);
+  ASSERT_TRUE(pair.server && pair.client);
+  const std::vector<std::uint8_t> big((1 << 20) + 1);
+  EXPECT_EQ(pair.client->send_frame(FrameHeader{}, big, long_deadline()), errc::frame_too_large);
+  // The channel stays usable.
+  EXPECT_FALSE(pair.client->send_frame(FrameHeader{}, std::span(big).first(1 << 20),
+                                       long_deadline()));
+}
+
+TEST(Channel, ReceiveHonoursItsDeadline) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  EXPECT_EQ(pair.server->receive_frame(h, payload, deadline_in(std::chrono::milliseconds(100))),
+            errc::timeout);
+}
+
+TEST(Channel, PeerCloseIsReportedAsConnectionClosed) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  pair.client->shutdown();
+  pair.client.reset();
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  EXPECT_EQ(pair.server->receive_frame(h, payload, long_deadline()), errc::connection_closed);
+}
+
+TEST(Channel, Ed25519JobWorks) {
+  TestJob job(2, {}, pki::KeyType::ed25519);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  EXPECT_EQ(pair.client->peer().rank, 0u);
+}
+
+TEST(TlsContext, RefusesInsecureOrInconsistentConfiguration) {
+  TestJob job(2);
+  TestJob other(2);
+  const auto creds = job.issue(0);
+  const auto foreign = other.issue(0);
+  using transport::TlsConfig;
+  using transport::TlsContext;
+  // Certificate from another CA.
+  EXPECT_THROW(TlsContext::create(TlsConfig{job.ca().certificate(), foreign.cert, foreign.key}),
+               Error);
+  // Key that does not match the certificate.
+  EXPECT_THROW(TlsContext::create(TlsConfig{job.ca().certificate(), creds.cert, foreign.key}),
+               Error);
+  // Suites and groups outside the permitted set.
+  TlsConfig weak{job.ca().certificate(), creds.cert, creds.key};
+  weak.ciphersuites = "TLS_AES_128_CCM_8_SHA256";
+  EXPECT_THROW(TlsContext::create(weak), Error);
+  TlsConfig odd_group{job.ca().certificate(), creds.cert, creds.key};
+  odd_group.groups = "ffdhe2048";
+  EXPECT_THROW(TlsContext::create(odd_group), Error);
+  // A valid configuration with a custom order is accepted.
+  TlsConfig ok{job.ca().certificate(), creds.cert, creds.key};
+  ok.ciphersuites = "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384";
+  EXPECT_NO_THROW(TlsContext::create(ok));
+}
+
+}  // namespace
+}  // namespace sempi::test

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine: installs what is missing, builds, and then
+#   demo   runs a 4-rank example job under the default policy
+#   test   runs the whole test suite (ctest), then the same suite under ASan+UBSan
+#   build  only builds
+# Usage: bash tools/quickstart.sh demo|test|build
+set -euo pipefail
+
+mode="${1:-demo}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="$(nproc)"
+
+packages=(build-essential cmake ninja-build pkg-config libssl-dev openssl libasio-dev
+          nlohmann-json3-dev libspdlog-dev libgtest-dev libgmock-dev python3)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "quickstart: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {  # build DIR [extra cmake args]
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
+
+run_tests() {  # run_tests DIR
+  ctest --test-dir "$1" --output-on-failure --no-tests=error -j"$jobs" --timeout 600
+}
+
+install_missing
+case "$mode" in
+  build)
+    build build
+    ;;
+  demo)
+    build build
+    echo "quickstart: running a 4-rank job: sempirun -n 4 examples/ring"
+    ./build/bin/sempirun -n 4 ./build/bin/ring
+    ./build/bin/sempirun -n 4 ./build/bin/pi
+    ;;
+  test)
+    build build
+    run_tests build
+    echo "quickstart: the same suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+    build build-asan -DSEMPI_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests build-asan
+    ;;
+  *)
+    echo "usage: bash tools/quickstart.sh demo|test|build" >&2
+    exit 2
+    ;;
+esac
