@@ -1,0 +1,51 @@
+#pragma once
+/// \file
+/// Handles to nonblocking operations.
+///
+/// Thread safety: different Requests may be used from different threads at once; one Request
+/// must not be waited on by two threads at the same time.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "sempi/status.hpp"
+
+namespace sempi {
+
+namespace detail {
+struct RequestState;
+}
+
+class [[nodiscard]] Request {
+ public:
+  Request() = default;  ///< the null request; wait() returns at once
+
+  /// Blocks until the operation completes. Throws sempi::Error if it failed (e.g. truncation,
+  /// a failed peer, policy denial). Waiting again returns the same status.
+  Status wait();
+  /// Returns the status if complete (throwing like wait() on failure), nullopt otherwise.
+  std::optional<Status> test();
+  /// Cancels a receive that has not matched yet; returns true if it was cancelled (wait() then
+  /// reports Status::cancelled). Sends cannot be cancelled; returns false.
+  bool cancel();
+  [[nodiscard]] bool is_null() const noexcept { return !state_; }
+
+  /// Waits for every request; statuses in the same order. Throws the first failure after all
+  /// requests have completed.
+  static std::vector<Status> wait_all(std::span<Request> requests);
+  /// Waits until one non-null request completes and returns its index (it becomes null), or
+  /// returns requests.size() if all are null.
+  static std::size_t wait_any(std::span<Request> requests, Status* status = nullptr);
+
+  /// Internal: wraps engine state.
+  explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
+  [[nodiscard]] const std::shared_ptr<detail::RequestState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<detail::RequestState> state_;
+};
+
+}  // namespace sempi

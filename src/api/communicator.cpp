@@ -1,0 +1,164 @@
+// sempi::Communicator: argument validation (always on, not only in debug builds) and dispatch to
+// the progress engine.
+
+#include "sempi/communicator.hpp"
+
+#include <limits>
+
+#include "core/comm_factory.hpp"
+#include "core/runtime.hpp"
+
+namespace sempi {
+namespace {
+
+using detail::Runtime;
+
+const detail::CommState& checked(const std::shared_ptr<detail::CommState>& state,
+                                 const char* operation) {
+  if (!state) {
+    throw Error(ErrorClass::comm, std::string(operation) + ": null communicator");
+  }
+  return *state;
+}
+
+void check_peer(const detail::CommState& comm, int rank, bool allow_any, const char* operation,
+                const char* role) {
+  if (rank == PROC_NULL || (allow_any && rank == ANY_SOURCE)) return;
+  if (rank < 0 || rank >= comm.size()) {
+    throw Error(ErrorClass::rank, std::string(operation) + ": " + role + " rank " +
+                                      std::to_string(rank) +
+                                      " is out of range for a communicator of size " +
+                                      std::to_string(comm.size()));
+  }
+}
+
+void check_tag(int tag, bool allow_any, const char* operation) {
+  if (allow_any && tag == ANY_TAG) return;
+  if (tag < 0 || tag > TAG_UB) {
+    throw Error(ErrorClass::tag, std::string(operation) + ": invalid tag " + std::to_string(tag) +
+                                     " (valid: 0.." + std::to_string(TAG_UB) + ")");
+  }
+}
+
+void check_buffer(const void* buf, std::size_t bytes, const char* operation) {
+  if (buf == nullptr && bytes > 0) {
+    throw Error(ErrorClass::buffer, std::string(operation) + ": null buffer for " +
+                                        std::to_string(bytes) + " bytes");
+  }
+}
+
+// Completed request for operations with PROC_NULL.
+Request null_peer_request() {
+  auto state = std::make_shared<detail::RequestState>(detail::RequestKind::recv);
+  state->status.source = PROC_NULL;
+  state->status.tag = ANY_TAG;
+  state->done = true;
+  return Request(std::move(state));
+}
+
+Status wait_or_throw(Request request) { return request.wait(); }
+
+Request start_send(const std::shared_ptr<detail::CommState>& state, const void* buf,
+                   std::size_t bytes, int dest, int tag, bool synchronous, const char* operation) {
+  const auto& comm = checked(state, operation);
+  check_peer(comm, dest, false, operation, "destination");
+  check_tag(tag, false, operation);
+  check_buffer(buf, bytes, operation);
+  if (dest == PROC_NULL) return null_peer_request();
+  return Request(Runtime::get().engine().isend(comm, false, buf, bytes, dest, tag, synchronous));
+}
+
+Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
+                   std::size_t capacity, int source, int tag, const char* operation) {
+  const auto& comm = checked(state, operation);
+  check_peer(comm, source, true, operation, "source");
+  check_tag(tag, true, operation);
+  check_buffer(buf, capacity, operation);
+  if (source == PROC_NULL) return null_peer_request();
+  return Request(Runtime::get().engine().irecv(state, false, buf, capacity, source, tag));
+}
+
+}  // namespace
+
+int Communicator::rank() const { return checked(state_, "rank").rank; }
+int Communicator::size() const { return checked(state_, "size").size(); }
+
+int Communicator::world_rank_of(int rank) const {
+  const auto& comm = checked(state_, "world_rank_of");
+  check_peer(comm, rank, false, "world_rank_of", "");
+  return comm.world_ranks[static_cast<std::size_t>(rank)];
+}
+
+int Communicator::to_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw Error(ErrorClass::count, "buffer has more than INT_MAX elements");
+  }
+  return static_cast<int>(n);
+}
+
+void Communicator::send_bytes(const void* buf, std::size_t bytes, int dest, int tag) const {
+  wait_or_throw(start_send(state_, buf, bytes, dest, tag, false, "send"));
+}
+
+void Communicator::ssend_bytes(const void* buf, std::size_t bytes, int dest, int tag) const {
+  wait_or_throw(start_send(state_, buf, bytes, dest, tag, true, "ssend"));
+}
+
+Status Communicator::recv_bytes(void* buf, std::size_t capacity, int source, int tag) const {
+  return wait_or_throw(start_recv(state_, buf, capacity, source, tag, "recv"));
+}
+
+Request Communicator::isend_bytes(const void* buf, std::size_t bytes, int dest, int tag) const {
+  return start_send(state_, buf, bytes, dest, tag, false, "isend");
+}
+
+Request Communicator::issend_bytes(const void* buf, std::size_t bytes, int dest, int tag) const {
+  return start_send(state_, buf, bytes, dest, tag, true, "issend");
+}
+
+Request Communicator::irecv_bytes(void* buf, std::size_t capacity, int source, int tag) const {
+  return start_recv(state_, buf, capacity, source, tag, "irecv");
+}
+
+std::optional<Status> Communicator::iprobe(int source, int tag) const {
+  const auto& comm = checked(state_, "iprobe");
+  check_peer(comm, source, true, "iprobe", "source");
+  check_tag(tag, true, "iprobe");
+  if (source == PROC_NULL) return Status{PROC_NULL, ANY_TAG, 0, false, ErrorClass::success};
+  auto status = Runtime::get().engine().iprobe(comm, false, source, tag);
+  if (status && status->error != ErrorClass::success) {
+    throw Error(status->error, "iprobe: the source rank failed or the job was aborted");
+  }
+  return status;
+}
+
+Status Communicator::probe(int source, int tag) const {
+  const auto& comm = checked(state_, "probe");
+  check_peer(comm, source, true, "probe", "source");
+  check_tag(tag, true, "probe");
+  if (source == PROC_NULL) return Status{PROC_NULL, ANY_TAG, 0, false, ErrorClass::success};
+  auto status = Runtime::get().engine().probe(comm, false, source, tag);
+  if (status.error != ErrorClass::success) {
+    throw Error(status.error, "probe: the source rank failed or the job was aborted");
+  }
+  return status;
+}
+
+Communicator Communicator::dup() const {
+  checked(state_, "dup");
+  auto created = detail::split_communicator(Runtime::get().engine(), state_, 0, rank());
+  return Communicator(std::const_pointer_cast<detail::CommState>(created));
+}
+
+Communicator Communicator::split(int color, int key) const {
+  checked(state_, "split");
+  if (color < 0 && color != UNDEFINED) {
+    throw Error(ErrorClass::arg, "split: color must be non-negative or UNDEFINED, got " +
+                                     std::to_string(color));
+  }
+  auto created = detail::split_communicator(Runtime::get().engine(), state_, color, key);
+  return created ? Communicator(std::const_pointer_cast<detail::CommState>(created))
+                 : Communicator();
+}
+
+}  // namespace sempi

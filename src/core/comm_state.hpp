@@ -1,0 +1,38 @@
+#pragma once
+// The state of one communicator: its group (communicator rank -> world rank) and context ids.
+// Immutable after creation, so it may be read from any thread without locking.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sempi::detail {
+
+struct CommState {
+  /// Point-to-point traffic uses `context`; collective traffic uses `context + 1`, so the two
+  /// can never match each other.
+  std::uint32_t context = 0;
+  std::vector<int> world_ranks;  // index: rank in this communicator
+  std::unordered_map<int, int> comm_rank_of_world;
+  int rank = 0;  // this process's rank in the communicator
+  std::string name;
+
+  CommState(std::uint32_t ctx, std::vector<int> members, int my_world_rank, std::string comm_name)
+      : context(ctx), world_ranks(std::move(members)), name(std::move(comm_name)) {
+    for (int i = 0; i < static_cast<int>(world_ranks.size()); ++i) {
+      comm_rank_of_world[world_ranks[static_cast<std::size_t>(i)]] = i;
+    }
+    rank = comm_rank_of_world.at(my_world_rank);
+  }
+
+  [[nodiscard]] int size() const { return static_cast<int>(world_ranks.size()); }
+  [[nodiscard]] std::uint32_t collective_context() const { return context + 1; }
+  /// Communicator rank of a world rank, or -1 if it is not a member.
+  [[nodiscard]] int comm_rank(int world) const {
+    const auto it = comm_rank_of_world.find(world);
+    return it == comm_rank_of_world.end() ? -1 : it->second;
+  }
+};
+
+}  // namespace sempi::detail

@@ -1,0 +1,222 @@
+#pragma once
+// The progress engine of one rank: owns the channels to every peer, matches incoming messages
+// against posted receives with MPI semantics, runs the eager and rendezvous protocols, and
+// turns channel failures and job aborts into request errors.
+//
+// Threading model
+//  * `mu_` protects all state (channels, queues, requests). Critical sections are short: no
+//    blocking system call runs under it except non-blocking TLS reads and writes.
+//  * Progress (poll + reading + writing) is done by whichever thread holds `progress_token_`.
+//    A thread waiting on a request takes the token itself and polls the sockets, spinning
+//    briefly before it blocks in poll(): no thread hop between the socket and the waiter.
+//  * Sends are written directly by the calling thread under `mu_`; only what the socket cannot
+//    take at once is left for the progress holder (woken through an eventfd).
+//  * A background thread progresses while the application computes (handshake-free since the
+//    mesh is wired at start-up; it keeps rendezvous moving and notices failed peers). It stays
+//    away while application threads are active, so it never costs the hot path a hop.
+//
+// Every blocking wait has a way out: a failed channel fails the operations that depend on its
+// peer, and a job abort (from the launcher, or the launcher's death) fails all of them.
+
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/comm_state.hpp"
+#include "core/request_state.hpp"
+#include "launch/bootstrap_protocol.hpp"
+#include "transport/channel.hpp"
+
+namespace sempi::detail {
+
+struct EngineConfig {
+  int world_rank = 0;
+  int world_size = 1;
+  /// Messages up to this size are sent eagerly; larger ones by rendezvous.
+  std::size_t eager_limit = 64 * 1024;
+  /// How long a waiter polls without blocking before it sleeps in poll().
+  std::chrono::microseconds spin{100};
+  /// Largest DATA frame of a rendezvous transfer.
+  std::size_t rendezvous_chunk = 4u << 20;
+};
+
+class Engine {
+ public:
+  /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
+  /// launcher connection (or -1 for a singleton). Starts the background progress thread.
+  Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
+         int bootstrap_fd);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  [[nodiscard]] int world_rank() const noexcept { return config_.world_rank; }
+  [[nodiscard]] int world_size() const noexcept { return config_.world_size; }
+
+  // Operations. Arguments are validated by the caller (Communicator); these never throw for
+  // conditions a peer causes: failures complete the request with an error instead.
+  std::shared_ptr<RequestState> isend(const CommState& comm, bool collective, const void* buf,
+                                      std::size_t bytes, int dest, int tag, bool synchronous);
+  std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm,
+                                      bool collective, void* buf, std::size_t capacity,
+                                      int source, int tag);
+  /// Status of the first matching unexpected message, after one round of progress.
+  std::optional<Status> iprobe(const CommState& comm, bool collective, int source, int tag);
+  /// Blocks until a message matches (probe).
+  Status probe(const CommState& comm, bool collective, int source, int tag);
+  bool cancel(RequestState& request);
+
+  /// Blocks until the request is done (never throws; inspect the state afterwards).
+  void wait(const RequestState& request);
+  /// Blocks until any of the requests is done; returns its index.
+  std::size_t wait_any(const std::vector<const RequestState*>& requests);
+  /// One round of non-blocking progress; true if the request is done.
+  bool test(const RequestState& request);
+
+  /// Finalize: keeps progressing until every queued byte is written and the launcher reports
+  /// that every rank reached finalize; then says goodbye on every channel.
+  void finalize(std::chrono::steady_clock::time_point deadline);
+  /// Job abort requested by this rank (MPI_Abort): tells the launcher.
+  void request_abort(int code, const std::string& reason);
+
+  /// Next free context id (for communicator creation; agreed via allreduce-max by the caller).
+  std::uint32_t next_context() const noexcept { return next_context_.load(); }
+  void reserve_contexts_below(std::uint32_t limit) noexcept;
+
+  /// Non-empty if the job was aborted; operations then fail with this reason.
+  [[nodiscard]] std::string abort_reason() const;
+
+ private:
+  struct Unexpected {
+    std::uint32_t context = 0;
+    int source = 0;  // world rank
+    int tag = 0;
+    bool rendezvous = false;
+    std::uint64_t bytes = 0;  // message size
+    std::vector<std::uint8_t> data;  // eager payload
+    std::uint64_t rendezvous_id = 0;
+    bool synchronous = false;
+    std::uint64_t sync_id = 0;
+  };
+  struct RecvRendezvous {
+    std::shared_ptr<RequestState> request;
+    std::uint64_t total = 0;
+    std::uint64_t received = 0;
+    int tag = 0;
+  };
+  struct SendRendezvous {
+    std::shared_ptr<RequestState> request;
+    const std::uint8_t* data = nullptr;
+    std::uint64_t bytes = 0;
+    std::uint32_t context = 0;
+    int tag = 0;
+    std::uint64_t rendezvous_id = 0;
+  };
+
+  class Peer final : public transport::FrameSink {
+   public:
+    Peer(Engine& engine, int world_rank, std::unique_ptr<transport::Channel> channel)
+        : engine_(engine), world_rank_(world_rank), channel_(std::move(channel)) {}
+    std::span<std::uint8_t> payload_buffer(const transport::FrameHeader& header) override;
+    std::error_code on_frame(const transport::FrameHeader& header,
+                             std::span<std::uint8_t> payload) override;
+    // Matches an arriving eager message against posted receives, or prepares an unexpected one.
+    void begin_eager(const transport::FrameHeader& header);
+
+    Engine& engine_;
+    int world_rank_;
+    std::unique_ptr<transport::Channel> channel_;
+    bool failed_ = false;
+    bool said_goodbye_ = false;
+    std::string failure_;
+    std::uint64_t unexpected_bytes_ = 0;
+    bool paused_ = false;  // backpressure: not reading while over the unexpected budget
+    std::string violation_;
+    // The frame whose payload is being read.
+    std::shared_ptr<RequestState> inflight_recv_;
+    std::optional<Unexpected> inflight_unexpected_;
+    std::uint64_t inflight_data_id_ = 0;
+    std::size_t inflight_copy_offset_ = 0;  // where scratch bytes go (truncated receives)
+    std::size_t inflight_copy_bytes_ = 0;
+    bool using_scratch_ = false;
+    std::vector<std::uint8_t> scratch_;
+    std::unordered_map<std::uint64_t, RecvRendezvous> recv_rendezvous_;
+    std::unordered_map<std::uint64_t, SendRendezvous> send_rendezvous_;
+    std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> awaiting_sync_;
+  };
+
+  // All private members below require mu_ held unless stated otherwise.
+  std::shared_ptr<RequestState> new_failed_request(RequestKind kind, ErrorClass cls,
+                                                   const std::string& message);
+  void complete(RequestState& request, ErrorClass cls = ErrorClass::success,
+                const std::string& message = {});
+  void part_done(const std::shared_ptr<RequestState>& request, std::error_code ec, int peer);
+  bool matches(const RequestState& request, std::uint32_t context, int source, int tag) const;
+  std::shared_ptr<RequestState> take_posted(std::uint32_t context, int source, int tag);
+  void deliver_unexpected_to(Unexpected& message, const std::shared_ptr<RequestState>& request);
+  void start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
+                                const std::shared_ptr<RequestState>& request);
+  std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
+                                        int tag);
+  void read_peer(Peer& peer);
+  void send_control(Peer& peer, transport::FrameType type, std::uint64_t aux);
+  void send_rendezvous_data(Peer& peer, SendRendezvous& transfer);
+  void finish_receive(RequestState& request, int source_world, int tag, std::uint64_t bytes);
+  void flush_peer(Peer& peer);
+  void fail_peer(Peer& peer, const std::string& reason);
+  void abort_job(const std::string& reason);
+  void account_unexpected(Peer& peer, std::int64_t delta);
+  void handle_bootstrap_message(const nlohmann::json& message);
+  void notify_waiters();
+  void kick() noexcept;  // wakes a thread blocked in poll(); any thread, no lock needed
+
+  // Progress: caller holds progress_token_ (not mu_).
+  void progress(std::chrono::milliseconds max_block);
+  template <class Done>
+  void wait_until(Done&& done);
+  void background_loop();
+
+  EngineConfig config_;
+  mutable std::mutex mu_;
+  std::mutex progress_token_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // index: world rank; null for self
+  std::list<std::shared_ptr<RequestState>> posted_;
+  std::list<Unexpected> unexpected_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
+  std::uint64_t next_sync_id_ = 1;
+  std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
+  std::atomic<std::uint32_t> next_context_{4};
+
+  int bootstrap_fd_ = -1;
+  launch::BootstrapReader bootstrap_reader_;
+  std::atomic<bool> finalize_ok_{false};
+  std::string abort_reason_;
+  std::atomic<bool> aborted_{false};
+  // Scratch for progress(); only the token holder touches them.
+  std::vector<pollfd> poll_fds_;
+  std::vector<Peer*> polled_peers_;
+
+  transport::UniqueFd wake_fd_;
+  std::atomic<int> active_waiters_{0};
+  std::atomic<std::int64_t> last_activity_ns_{0};
+  std::atomic<bool> background_polling_{false};
+  std::atomic<bool> stopping_{false};
+  std::mutex background_mu_;
+  std::condition_variable background_cv_;
+  std::thread background_;
+};
+
+}  // namespace sempi::detail

@@ -1,0 +1,37 @@
+#pragma once
+// How a rank joins its job: enroll with the launcher over the inherited bootstrap channel
+// (key generated here, in memory; CSR out; certificate, CA, policy and address table in), then
+// wire the full mesh of mutually authenticated TLS channels.
+//
+// Wiring order: rank r dials every lower rank in increasing order while a second thread accepts
+// the higher ranks. Every dial waits only on lower ranks, so the order is deadlock-free.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pki/job_id.hpp"
+#include "transport/channel.hpp"
+
+namespace sempi::detail {
+
+struct JoinedJob {
+  int rank = 0;
+  int size = 1;
+  pki::JobId job;
+  std::string policy_text;
+  std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
+  transport::UniqueFd bootstrap;  // invalid for a singleton
+};
+
+/// True when this process was started by sempirun (a bootstrap channel is inherited).
+bool launched_by_sempirun();
+
+/// Enrolls and wires. Throws sempi::Error with a precise reason on any failure.
+JoinedJob join_job(std::chrono::steady_clock::time_point deadline);
+
+/// A job of one rank (no launcher): nothing to enroll with, nothing to wire.
+JoinedJob singleton_job();
+
+}  // namespace sempi::detail

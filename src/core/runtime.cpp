@@ -1,0 +1,88 @@
+#include "core/runtime.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <thread>
+
+#include "sempi/error.hpp"
+
+namespace sempi::detail {
+namespace {
+
+std::mutex g_mutex;  // serialises install/uninstall
+std::unique_ptr<Runtime> g_runtime;
+std::atomic<Runtime*> g_current{nullptr};  // read on every API call: lock-free
+
+long env_long(const char* name, long fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || parsed < 0) {
+    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is not a number");
+  }
+  return parsed;
+}
+
+// Context ids: world uses 0/1, self 2/3; communicators created later start at 4.
+constexpr std::uint32_t kWorldContext = 0;
+constexpr std::uint32_t kSelfContext = 2;
+
+}  // namespace
+
+Runtime::Runtime() {
+  const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300));
+  job_ = launched_by_sempirun() ? join_job(std::chrono::steady_clock::now() + start_timeout)
+                                : singleton_job();
+  EngineConfig config;
+  config.world_rank = job_.rank;
+  config.world_size = job_.size;
+  config.eager_limit = static_cast<std::size_t>(env_long("SEMPI_EAGER_LIMIT", 64 * 1024));
+  // Spinning only pays when every rank has a core of its own; otherwise it steals the core
+  // from the very rank we are waiting for.
+  const long cores = static_cast<long>(std::max(1u, std::thread::hardware_concurrency()));
+  const long local_size = env_long("SEMPI_LOCAL_SIZE", job_.size);
+  config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", local_size <= cores ? 200 : 0));
+  engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get());
+
+  std::vector<int> everyone(static_cast<std::size_t>(job_.size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  world_ = std::make_shared<const CommState>(kWorldContext, std::move(everyone), job_.rank,
+                                             "world");
+  self_ = std::make_shared<const CommState>(kSelfContext, std::vector<int>{job_.rank}, job_.rank,
+                                            "self");
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::finalize() {
+  const auto timeout = std::chrono::seconds(env_long("SEMPI_FINALIZE_TIMEOUT", 300));
+  engine_->finalize(std::chrono::steady_clock::now() + timeout);
+}
+
+Runtime& Runtime::get() {
+  Runtime* runtime = current();
+  if (runtime == nullptr) {
+    throw Error(ErrorClass::other,
+                "sempi is not initialized: create a sempi::Environment first (or it was "
+                "already finalized)");
+  }
+  return *runtime;
+}
+
+Runtime* Runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
+
+void Runtime::install(std::unique_ptr<Runtime> runtime) {
+  std::lock_guard lock(g_mutex);
+  g_runtime = std::move(runtime);
+  g_current.store(g_runtime.get(), std::memory_order_release);
+}
+
+std::unique_ptr<Runtime> Runtime::uninstall() {
+  std::lock_guard lock(g_mutex);
+  g_current.store(nullptr, std::memory_order_release);
+  return std::move(g_runtime);
+}
+
+}  // namespace sempi::detail
