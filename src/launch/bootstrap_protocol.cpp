@@ -81,9 +81,11 @@ std::error_code read_bootstrap_message(int fd, BootstrapReader& reader, nlohmann
     std::error_code error;
     if (reader.next(out, error)) return {};
     if (error) return error;
-    if (auto ec = reader.feed(fd); ec) return ec;
+    // A message may arrive together with EOF: deliver it before reporting the close.
+    const auto fed = reader.feed(fd);
     if (reader.next(out, error)) return {};
     if (error) return error;
+    if (fed) return fed;
     if (auto ec = transport::wait_fd(fd, transport::WaitFor::read, deadline); ec) return ec;
   }
 }

@@ -1,0 +1,119 @@
+#include "launch/enrollment.hpp"
+
+#include <utility>
+
+#include "common/hex.hpp"
+#include "pki/csr.hpp"
+#include "sempi/error.hpp"
+#include "transport/socket.hpp"
+
+namespace sempi::launch {
+namespace {
+
+// A P-256 or Ed25519 CSR is well under 1 KiB; the bound keeps parsing cheap.
+constexpr std::size_t kMaxCsrPem = 16 * 1024;
+constexpr std::size_t kMaxEndpointText = 128;
+
+const std::string* string_field(const nlohmann::json& object, const char* key) {
+  if (!object.contains(key)) return nullptr;
+  const auto& value = object.at(key);
+  return value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
+}
+
+}  // namespace
+
+Enrollment::Enrollment(pki::JobCa ca, policy::PolicyDocument policy, std::uint32_t size,
+                       std::chrono::seconds validity)
+    : ca_(std::move(ca)),
+      policy_(std::move(policy)),
+      size_(size),
+      validity_(validity),
+      ca_pem_(ca_.certificate().to_pem()),
+      policy_digest_hex_(to_hex(policy_.digest)),
+      ranks_(size) {}
+
+std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann::json& message) {
+  if (rank >= size_) return "rank " + std::to_string(rank) + " is not part of this job";
+  RankState& state = ranks_[rank];
+  if (state.cert) return "rank " + std::to_string(rank) + " is already enrolled";
+
+  if (!message.is_object()) return "enroll is not a JSON object";
+  const std::string* csr_field = string_field(message, "csr");
+  if (csr_field == nullptr) return "enroll without a \"csr\" string";
+  const std::string* endpoint_field = string_field(message, "endpoint");
+  if (endpoint_field == nullptr) return "enroll without an \"endpoint\" string";
+  if (message.contains("pid")) {
+    // Informational only: the enrolling process may be a child of the one sempirun started.
+    const auto& pid = message.at("pid");
+    if (!pid.is_number_integer() || pid.get<std::int64_t>() <= 0) {
+      return "enroll with an invalid \"pid\"";
+    }
+  }
+  const std::string& csr_pem = *csr_field;
+  const std::string& endpoint_text = *endpoint_field;
+  if (csr_pem.size() > kMaxCsrPem) return "CSR too large";
+  if (endpoint_text.size() > kMaxEndpointText) return "endpoint too long";
+
+  std::string endpoint;
+  try {
+    const auto parsed = transport::parse_endpoint(endpoint_text);
+    if (parsed.port() == 0) return "endpoint '" + endpoint_text + "' has port 0";
+    if (parsed.address().is_unspecified()) {
+      return "endpoint '" + endpoint_text + "' is not an address peers can dial";
+    }
+    endpoint = transport::format_endpoint(parsed);
+  } catch (const Error& e) {
+    return std::string("invalid endpoint: ") + e.what();
+  }
+  // Two ranks cannot listen on one address; a second claim is a confused or hostile rank.
+  for (std::uint32_t other = 0; other < size_; ++other) {
+    if (ranks_[other].cert && ranks_[other].endpoint == endpoint) {
+      return "endpoint " + endpoint + " is already used by rank " + std::to_string(other);
+    }
+  }
+
+  try {
+    const auto csr = pki::Csr::from_pem(csr_pem);  // verifies the self-signature
+    pki::IssueOptions options;
+    options.rank = rank;
+    options.policy_digest = policy_.digest;
+    options.validity = validity_;
+    state.cert = ca_.issue(csr, options);
+  } catch (const Error& e) {
+    return std::string("bad CSR: ") + e.what();
+  }
+  state.endpoint = std::move(endpoint);
+  if (++enrolled_ == size_) {
+    endpoints_ = nlohmann::json::array();
+    for (const auto& r : ranks_) endpoints_.push_back(r.endpoint);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Enrollment::finalize(std::uint32_t rank) {
+  if (rank >= size_) return "rank " + std::to_string(rank) + " is not part of this job";
+  if (!all_enrolled()) return "finalize before the job started (no welcome yet)";
+  RankState& state = ranks_[rank];
+  if (state.finalized) return "finalize sent twice";
+  state.finalized = true;
+  ++finalized_;
+  return std::nullopt;
+}
+
+nlohmann::json Enrollment::welcome(std::uint32_t rank) const {
+  const RankState& state = ranks_.at(rank);
+  if (!state.cert || !all_enrolled()) {
+    throw Error(ErrorClass::intern, "welcome requested before every rank enrolled");
+  }
+  return {{"type", "welcome"},
+          {"rank", rank},
+          {"size", size_},
+          {"job", ca_.job().hex()},
+          {"certificate", state.cert->to_pem()},
+          {"ca", ca_pem_},
+          {"policy", policy_.canonical},
+          {"policy_digest", policy_digest_hex_},
+          {"endpoints", endpoints_}};
+}
+
+}  // namespace sempi::launch

@@ -1,0 +1,192 @@
+#include "launch/launch_options.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "pki/pem_files.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::launch {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sempirun [options] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Starts PROGRAM as N ranks of one job. Every rank gets a certificate from a job CA that\n"
+    "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
+    "\n"
+    "options:\n"
+    "  -n N, -np N          number of ranks, 1..4096 (default 1)\n"
+    "  -x VAR               forward VAR from this environment to every rank (repeatable)\n"
+    "  -x VAR=VALUE         set VAR=VALUE in every rank's environment (repeatable)\n"
+    "  --policy FILE        the job's policy (JSON); default: allow everything\n"
+    "  --audit-dir DIR      audit log directory (created with mode 0700 if missing)\n"
+    "  --timeout SECONDS    tear the job down after SECONDS; exit status 124\n"
+    "  --tag-output         prefix every output line with \"[rank R] \"\n"
+    "  --help               print this help\n"
+    "  --version            print the version\n"
+    "  --                   end of options; PROGRAM follows\n"
+    "\n"
+    "Options stop at the first argument that is not an option: PROGRAM and its arguments are\n"
+    "passed to the ranks untouched.\n"
+    "\n"
+    "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE and\n"
+    "SEMPI_BOOTSTRAP_FD; stdin is /dev/null; stdout and stderr are forwarded line by line.\n"
+    "\n"
+    "exit status:\n"
+    "  0        every rank exited 0 (and every rank that joined the job finalized)\n"
+    "  1..255   the first failing rank's status (128+N if it was killed by signal N), or the\n"
+    "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
+    "  2        bad usage, bad policy file, or PROGRAM cannot be executed\n"
+    "  124      --timeout expired\n"
+    "  130/143  sempirun was interrupted by SIGINT/SIGTERM\n"
+    "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
+    "SIGKILL after 2 more seconds.\n";
+
+// Names sempirun sets itself; letting -x override them would misdirect a rank.
+constexpr std::array<std::string_view, 6> kReservedVariables = {
+    "SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",       "SEMPI_SIZE",
+    "SEMPI_JOB_ID",       "SEMPI_LOCAL_RANK", "SEMPI_LOCAL_SIZE"};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  throw Error(ErrorClass::config, message);
+}
+
+// Strict decimal: digits only (no sign, no spaces, no "0x"), within [min, max].
+std::int64_t parse_decimal(const std::string& text, std::int64_t min, std::int64_t max,
+                           const std::string& what) {
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) usage_error(what + " must be an integer, got '" + text + "'");
+  std::int64_t value = 0;
+  for (const char c : text) {
+    value = value * 10 + (c - '0');
+    if (value > max) break;  // stop before overflow; reported below
+  }
+  if (value < min || value > max) {
+    usage_error(what + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                ", got '" + text + "'");
+  }
+  return value;
+}
+
+bool valid_variable_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+EnvSetting parse_env_setting(const std::string& text) {
+  const auto eq = text.find('=');
+  EnvSetting setting;
+  setting.name = text.substr(0, eq);
+  if (eq != std::string::npos) setting.value = text.substr(eq + 1);
+  if (!valid_variable_name(setting.name)) {
+    usage_error("-x: invalid environment variable name '" + setting.name + "'");
+  }
+  if (std::find(kReservedVariables.begin(), kReservedVariables.end(), setting.name) !=
+      kReservedVariables.end()) {
+    usage_error("-x " + setting.name + ": this variable is set by sempirun for each rank");
+  }
+  return setting;
+}
+
+}  // namespace
+
+ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
+  ParsedCommandLine parsed;
+  LaunchOptions& options = parsed.options;
+  bool have_size = false;
+  std::size_t i = 0;
+
+  // Value of the option at args[i]: "--opt=VALUE" inline, or the next argument.
+  auto take_value = [&](const std::string& flag, std::optional<std::string> inline_value) {
+    if (inline_value) return *inline_value;
+    if (i + 1 >= args.size()) usage_error(flag + " requires a value");
+    return args[++i];
+  };
+
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the program ("-" alone is not an option)
+
+    std::string flag = arg;
+    std::optional<std::string> inline_value;
+    if (arg.starts_with("--")) {
+      if (const auto eq = arg.find('='); eq != std::string::npos) {
+        flag = arg.substr(0, eq);
+        inline_value = arg.substr(eq + 1);
+      }
+    }
+    const auto no_value = [&] {
+      if (inline_value) usage_error(flag + " does not take a value");
+    };
+
+    if (flag == "-h" || flag == "--help") {
+      no_value();
+      parsed.action = LaunchAction::help;
+      return parsed;
+    }
+    if (flag == "--version") {
+      no_value();
+      parsed.action = LaunchAction::version;
+      return parsed;
+    }
+    if (flag == "-n" || flag == "-np") {
+      if (have_size) usage_error(flag + " given more than once");
+      options.size = static_cast<std::uint32_t>(
+          parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, "-n"));
+      have_size = true;
+    } else if (flag == "-x") {
+      options.env.push_back(parse_env_setting(take_value(flag, inline_value)));
+    } else if (flag == "--policy") {
+      if (options.policy_file) usage_error("--policy given more than once");
+      const std::string value = take_value(flag, inline_value);
+      if (value.empty()) usage_error("--policy requires a file name");
+      options.policy_file = value;
+    } else if (flag == "--audit-dir") {
+      if (options.audit_dir) usage_error("--audit-dir given more than once");
+      const std::string value = take_value(flag, inline_value);
+      if (value.empty()) usage_error("--audit-dir requires a directory name");
+      options.audit_dir = value;
+    } else if (flag == "--timeout") {
+      if (options.timeout) usage_error("--timeout given more than once");
+      options.timeout = std::chrono::seconds(
+          parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
+    } else if (flag == "--tag-output") {
+      no_value();
+      options.tag_output = true;
+    } else {
+      usage_error("unknown option '" + arg + "'");
+    }
+  }
+
+  options.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (options.program.empty()) usage_error("no program given");
+  if (options.program.front().empty()) usage_error("the program name is empty");
+  return parsed;
+}
+
+policy::PolicyDocument load_policy(const LaunchOptions& options) {
+  if (!options.policy_file) return policy::PolicyDocument::default_policy();
+  std::error_code ec;
+  if (std::filesystem::is_directory(*options.policy_file, ec)) {
+    throw Error(ErrorClass::config,
+                "policy file " + options.policy_file->string() + " is a directory");
+  }
+  return policy::PolicyDocument::load(*options.policy_file);
+}
+
+void prepare_audit_dir(const LaunchOptions& options) {
+  if (options.audit_dir) pki::make_private_dir(*options.audit_dir);
+}
+
+const char* launch_usage() noexcept { return kUsage; }
+
+}  // namespace sempi::launch

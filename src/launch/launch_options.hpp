@@ -1,0 +1,66 @@
+#pragma once
+// sempirun's command line: mpirun-style short flags, then the program and its arguments, which
+// pass through untouched. Parsing is pure (no filesystem access) so tests can cover every error;
+// load_policy() and prepare_audit_dir() do the checks that touch the filesystem.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "policy/policy_document.hpp"
+
+namespace sempi::launch {
+
+inline constexpr std::uint32_t kMaxRanks = 4096;
+/// Upper bound for --timeout (one year): keeps the CA validity arithmetic far from overflow.
+inline constexpr std::int64_t kMaxTimeoutSeconds = 365LL * 24 * 3600;
+
+/// Exit statuses of sempirun that are not a rank's own status.
+inline constexpr int kExitUsage = 2;      ///< bad command line, policy, or program not executable
+inline constexpr int kExitTimeout = 124;  ///< --timeout expired (as timeout(1))
+inline constexpr int kExitSigint = 130;   ///< interrupted by SIGINT (128 + 2)
+inline constexpr int kExitSigterm = 143;  ///< terminated by SIGTERM (128 + 15)
+
+/// One -x argument: forward NAME from sempirun's environment, or set NAME=VALUE.
+struct EnvSetting {
+  std::string name;
+  std::optional<std::string> value;  ///< nullopt: forward the launcher's value
+
+  bool operator==(const EnvSetting&) const = default;
+};
+
+struct LaunchOptions {
+  std::uint32_t size = 1;  ///< -n / -np; 1 when not given
+  std::vector<EnvSetting> env;
+  std::optional<std::filesystem::path> policy_file;
+  std::optional<std::filesystem::path> audit_dir;
+  std::optional<std::chrono::seconds> timeout;
+  bool tag_output = false;
+  std::vector<std::string> program;  ///< program, then its arguments, verbatim
+};
+
+enum class LaunchAction { run, help, version };
+
+struct ParsedCommandLine {
+  LaunchAction action = LaunchAction::run;
+  LaunchOptions options;
+};
+
+/// Parses the arguments after argv[0]. Throws sempi::Error(config) with a one-line message for
+/// an unknown flag, a missing or malformed value, a missing program, or a reserved -x name.
+ParsedCommandLine parse_launch_options(std::span<const std::string> args);
+
+/// The job's policy: --policy FILE, or the built-in default. Throws sempi::Error(config).
+policy::PolicyDocument load_policy(const LaunchOptions& options);
+
+/// Creates --audit-dir with mode 0700 if missing (no-op without it). Throws sempi::Error(config).
+void prepare_audit_dir(const LaunchOptions& options);
+
+/// Usage text for --help.
+const char* launch_usage() noexcept;
+
+}  // namespace sempi::launch

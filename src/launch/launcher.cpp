@@ -1,0 +1,664 @@
+#include "launch/launcher.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "launch/bootstrap_protocol.hpp"
+#include "launch/enrollment.hpp"
+#include "launch/output_forwarder.hpp"
+#include "launch/rank_process.hpp"
+#include "pki/job_ca.hpp"
+#include "pki/job_id.hpp"
+#include "sempi/error.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace sempi::launch {
+namespace {
+
+using transport::Clock;
+using transport::UniqueFd;
+using TimePoint = Clock::time_point;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+/// Bound on one bootstrap write; the socket buffer normally takes a message at once.
+constexpr std::chrono::seconds kBootstrapWriteTimeout{5};
+/// Abort notices are best effort: one shared, short budget for all ranks.
+constexpr std::chrono::milliseconds kAbortNoticeBudget{200};
+/// Wake up at least this often even without events, as a guard against a lost wake-up.
+constexpr std::chrono::milliseconds kMaxPollWait{1000};
+constexpr std::size_t kMaxReportedText = 512;
+
+// --- output ---------------------------------------------------------------------------------
+
+// Writes all of `data` to `fd`, one write() per piece unless the kernel takes less. Output that
+// cannot be delivered (EPIPE: the reader went away) is dropped so the job still runs to its end.
+void write_all(int fd, std::string_view data, bool& broken) {
+  while (!broken && !data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n > 0) {
+      data.remove_prefix(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {  // someone handed us a non-blocking stdout
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, static_cast<int>(kMaxPollWait.count()));
+      continue;
+    }
+    broken = true;
+  }
+}
+
+bool g_stdout_broken = false;
+bool g_stderr_broken = false;
+
+void report(const std::string& message) {
+  write_all(STDERR_FILENO, "sempirun: " + message + "\n", g_stderr_broken);
+}
+
+// Text that came from a rank (abort reasons, endpoints in error messages) is shown on a
+// terminal and embedded in JSON: printable ASCII only, bounded.
+std::string sanitize(std::string_view text) {
+  std::string out;
+  out.reserve(std::min(text.size(), kMaxReportedText));
+  for (const char c : text.substr(0, kMaxReportedText)) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(u >= 0x20 && u < 0x7f ? c : '?');
+  }
+  if (text.size() > kMaxReportedText) out += "...";
+  return out;
+}
+
+// --- signals --------------------------------------------------------------------------------
+
+int g_signal_pipe = -1;
+
+extern "C" void on_signal(int signo) {
+  const int saved = errno;
+  const auto byte = static_cast<unsigned char>(signo);
+  ssize_t ignored = ::write(g_signal_pipe, &byte, 1);  // full pipe: a wake-up is pending anyway
+  (void)ignored;
+  errno = saved;
+}
+
+// The self-pipe: SIGCHLD, SIGINT and SIGTERM become bytes the event loop polls for. SIGPIPE is
+// ignored so a vanished reader of our stdout cannot kill the launcher.
+class SignalPipe {
+ public:
+  SignalPipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw Error(ErrorClass::io, std::string("cannot create a pipe: ") + std::strerror(errno));
+    }
+    read_.reset(fds[0]);
+    write_.reset(fds[1]);
+    g_signal_pipe = write_.get();
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &action, &saved_[sig]);
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &saved_[SIGPIPE]);
+  }
+  ~SignalPipe() {
+    for (const int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) {
+      ::sigaction(sig, &saved_[sig], nullptr);
+    }
+    g_signal_pipe = -1;
+  }
+  SignalPipe(const SignalPipe&) = delete;
+  SignalPipe& operator=(const SignalPipe&) = delete;
+
+  [[nodiscard]] int fd() const noexcept { return read_.get(); }
+
+  /// Drains the pipe; returns the set of signals received since the last call.
+  std::set<int> take() {
+    std::set<int> seen;
+    unsigned char buf[256];
+    for (;;) {
+      const ssize_t n = ::read(read_.get(), buf, sizeof buf);
+      if (n > 0) {
+        seen.insert(buf, buf + n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return seen;
+    }
+  }
+
+ private:
+  UniqueFd read_;
+  UniqueFd write_;
+  struct sigaction saved_[NSIG] {};
+};
+
+// --- process hygiene ------------------------------------------------------------------------
+
+// A launcher started with fd 0, 1 or 2 closed would hand those numbers to its own pipes.
+void ensure_standard_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (opened >= 0 && opened != fd) {
+        ::dup2(opened, fd);
+        ::close(opened);
+      }
+    }
+  }
+}
+
+// Three descriptors per rank: 4096 ranks need more than the usual soft limit of 1024.
+std::optional<rlimit> raise_fd_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return std::nullopt;
+  const rlimit original = limit;
+  if (limit.rlim_cur != limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return std::nullopt;
+  }
+  return original;
+}
+
+std::string variable_name(std::string_view entry) {
+  return std::string(entry.substr(0, entry.find('=')));
+}
+
+}  // namespace
+
+// --- the job --------------------------------------------------------------------------------
+
+class Launcher::Job {
+ public:
+  Job(const LaunchOptions& options, const policy::PolicyDocument& policy)
+      : options_(options),
+        policy_(policy),
+        started_(Clock::now()),
+        validity_(options.timeout ? *options.timeout + std::chrono::hours(1)
+                                  : std::chrono::seconds(std::chrono::hours(24))) {}
+
+  int run() {
+    ensure_standard_fds();
+    const auto nofile = raise_fd_limit();
+    check_fd_budget();
+    SignalPipe signals;
+
+    const auto job = pki::JobId::random();
+    enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_);
+    const std::vector<std::string> base_env = build_base_env();
+    if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
+
+    // Several ranks share our stdout: pieces without a newline get one, so lines never join.
+    const bool terminate = options_.tag_output || options_.size > 1;
+    ranks_.reserve(options_.size);
+    for (std::uint32_t r = 0; r < options_.size; ++r) {
+      SpawnRequest request;
+      request.argv = options_.program;
+      request.env = base_env;
+      request.env.push_back("SEMPI_RANK=" + std::to_string(r));
+      request.env.push_back("SEMPI_SIZE=" + std::to_string(options_.size));
+      request.env.push_back("SEMPI_JOB_ID=" + job.hex());
+      request.env.push_back("SEMPI_LOCAL_RANK=" + std::to_string(r));
+      request.env.push_back("SEMPI_LOCAL_SIZE=" + std::to_string(options_.size));
+      request.env.push_back(std::string(kBootstrapFdVariable) + "=" +
+                            std::to_string(kRankBootstrapFd));
+      request.nofile_limit = nofile;
+      try {
+        auto process = RankProcess::spawn(request);
+        ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};
+        ranks_.push_back(std::make_unique<Rank>(std::move(process), fwd));
+        pid_to_rank_[ranks_.back()->process.pid()] = r;
+        ++running_;
+      } catch (const Error& e) {
+        // Not a rank's failure: the job could not be started as asked (usually a typo in the
+        // program name, identical for every rank, so rank 0 reports it before any other runs).
+        report("error: " + std::string(e.what()));
+        cause(kExitUsage, "sempirun could not start rank " + std::to_string(r), true);
+        break;
+      }
+    }
+
+    event_loop(signals);
+    for (auto& rank : ranks_) {
+      rank->out.finish();
+      rank->err.finish();
+    }
+    return exit_status_.value_or(0);
+  }
+
+ private:
+  struct Rank {
+    Rank(RankProcess p, const ForwarderOptions& fwd)
+        : process(std::move(p)),
+          out(fwd, [](std::string_view s) { write_all(STDOUT_FILENO, s, g_stdout_broken); }),
+          err(fwd, [](std::string_view s) { write_all(STDERR_FILENO, s, g_stderr_broken); }) {}
+    RankProcess process;
+    BootstrapReader reader;
+    OutputForwarder out;
+    OutputForwarder err;
+    bool running = true;
+    bool exited_unjoined = false;  // exited 0 before any rank enrolled
+    // After a protocol error nothing more is read from the rank; the channel stays open so the
+    // rank can still read our error reply and abort notice before it sees EOF.
+    bool listening = true;
+  };
+
+  // Each rank holds three of our descriptors (bootstrap, stdout, stderr), and starting one
+  // takes a few more for a moment. Refusing up front beats failing halfway through the start.
+  void check_fd_budget() const {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+    const rlim_t needed = static_cast<rlim_t>(options_.size) * 3 + 32;
+    if (needed > limit.rlim_cur) {
+      throw Error(ErrorClass::config,
+                  "-n " + std::to_string(options_.size) + " needs about " + std::to_string(needed) +
+                      " open files, but the limit is " + std::to_string(limit.rlim_cur) +
+                      " (raise it with 'ulimit -n')");
+    }
+  }
+
+  // The environment every rank starts from: ours, minus the variables we set per rank, plus -x.
+  std::vector<std::string> build_base_env() const {
+    std::set<std::string> overridden = {"SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",
+                                        "SEMPI_SIZE",         "SEMPI_JOB_ID",
+                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE"};
+    for (const auto& setting : options_.env) overridden.insert(setting.name);
+    std::vector<std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      if (overridden.count(variable_name(*e)) == 0) env.emplace_back(*e);
+    }
+    for (const auto& setting : options_.env) {
+      // A later -x for the same name replaces an earlier one.
+      std::erase_if(env,
+                    [&](const std::string& entry) { return variable_name(entry) == setting.name; });
+      if (setting.value) {
+        env.push_back(setting.name + "=" + *setting.value);
+      } else if (const char* value = ::getenv(setting.name.c_str()); value != nullptr) {
+        env.push_back(setting.name + "=" + value);
+      } else {
+        report("warning: -x " + setting.name + ": not set in this environment; not forwarded");
+      }
+    }
+    return env;
+  }
+
+  // --- event loop ---------------------------------------------------------------------------
+
+  enum class Source { signals, bootstrap, out, err };
+  struct Watch {
+    Source source;
+    std::uint32_t rank;
+  };
+
+  void event_loop(SignalPipe& signals) {
+    std::vector<pollfd> fds;
+    std::vector<Watch> watches;
+    for (;;) {
+      const auto now = Clock::now();
+      check_deadlines(now);
+      if (running_ == 0) {
+        if (!drain_deadline_) begin_drain(now);
+        if (!any_output_open() || now >= *drain_deadline_) return;
+      }
+
+      fds.clear();
+      watches.clear();
+      fds.push_back({signals.fd(), POLLIN, 0});
+      watches.push_back({Source::signals, 0});
+      for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+        Rank& rank = *ranks_[r];
+        if (rank.process.bootstrap().valid() && rank.listening) {
+          fds.push_back({rank.process.bootstrap().get(), POLLIN, 0});
+          watches.push_back({Source::bootstrap, r});
+        }
+        if (rank.process.out().valid()) {
+          fds.push_back({rank.process.out().get(), POLLIN, 0});
+          watches.push_back({Source::out, r});
+        }
+        if (rank.process.err().valid()) {
+          fds.push_back({rank.process.err().get(), POLLIN, 0});
+          watches.push_back({Source::err, r});
+        }
+      }
+
+      const int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(Clock::now()));
+      if (rc < 0 && errno != EINTR) {
+        report(std::string("error: poll failed: ") + std::strerror(errno));
+        cause(1, "sempirun failed", true);
+      }
+      if (rc > 0) {
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+          if (fds[i].revents == 0) continue;
+          const Watch w = watches[i];
+          switch (w.source) {
+            case Source::signals:
+              for (const int sig : signals.take()) on_launcher_signal(sig);
+              break;
+            case Source::bootstrap:
+              read_bootstrap(w.rank);
+              break;
+            case Source::out:
+            case Source::err:
+              read_output(w.rank, w.source == Source::out, false);
+              break;
+          }
+        }
+      }
+      // Cheap (one system call when nothing exited), and it makes a lost SIGCHLD harmless.
+      reap();
+    }
+  }
+
+  int poll_timeout_ms(TimePoint now) const {
+    TimePoint next = now + kMaxPollWait;
+    for (const auto& deadline : {job_deadline_, term_at_, kill_at_, drain_deadline_}) {
+      if (deadline) next = std::min(next, *deadline);
+    }
+    if (next <= now) return 0;
+    // Round up so we never wake just before a deadline and spin.
+    return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
+  }
+
+  void check_deadlines(TimePoint now) {
+    if (job_deadline_ && now >= *job_deadline_) {
+      job_deadline_.reset();
+      if (!exit_status_) {
+        std::string still;
+        for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+          if (!ranks_[r]->running) continue;
+          if (!still.empty()) still += ",";
+          still += std::to_string(r);
+        }
+        const std::string what =
+            "job exceeded --timeout " + std::to_string(options_.timeout->count()) + " s";
+        report(what + "; ranks still running: " + still);
+        cause(kExitTimeout, what, false);
+      }
+    }
+    if (term_at_ && now >= *term_at_) {
+      term_at_.reset();
+      signal_running(SIGTERM);
+      kill_at_ = now + kKillGrace;
+    }
+    if (kill_at_ && now >= *kill_at_) {
+      kill_at_.reset();
+      signal_running(SIGKILL);
+    }
+  }
+
+  // --- teardown -----------------------------------------------------------------------------
+
+  // Records the job's exit status (the first cause wins) and starts the teardown: an abort
+  // notice to every rank, then SIGTERM (now if `immediate`, else after kTermGrace), then SIGKILL.
+  void cause(int status, const std::string& reason, bool immediate) {
+    if (exit_status_) return;
+    exit_status_ = status;
+    const nlohmann::json notice = {{"type", "abort"}, {"reason", reason}};
+    const auto deadline = Clock::now() + kAbortNoticeBudget;
+    for (auto& rank : ranks_) {
+      if (!rank->running || !rank->process.bootstrap().valid()) continue;
+      // A rank that cannot take the notice now sees EOF instead: closing says the same.
+      if (write_bootstrap_message(rank->process.bootstrap().get(), notice, deadline)) {
+        rank->process.bootstrap().reset();
+      }
+    }
+    if (immediate) {
+      signal_running(SIGTERM);
+      kill_at_ = Clock::now() + kKillGrace;
+    } else {
+      term_at_ = Clock::now() + kTermGrace;
+    }
+  }
+
+  void signal_running(int signo) {
+    for (auto& rank : ranks_) {
+      if (rank->running) rank->process.signal(signo);
+    }
+  }
+
+  void on_launcher_signal(int signo) {
+    if (signo != SIGINT && signo != SIGTERM) return;  // SIGCHLD: reap() runs every iteration
+    if (!exit_status_) {
+      report("interrupted; terminating the job");
+      cause(signo == SIGINT ? kExitSigint : kExitSigterm, "sempirun was interrupted", true);
+      return;
+    }
+    // Interrupted again, or during a teardown: skip ahead one step.
+    if (term_at_) {
+      term_at_.reset();
+      signal_running(SIGTERM);
+      kill_at_ = Clock::now() + kKillGrace;
+    } else {
+      kill_at_.reset();
+      signal_running(SIGKILL);
+    }
+  }
+
+  // Every rank has been reaped. Children a rank left behind may still hold its output pipes:
+  // they do not outlive the job either.
+  void begin_drain(TimePoint now) {
+    drain_deadline_ = now + kDrainGrace;
+    for (auto& rank : ranks_) {
+      if (rank->process.out().valid() || rank->process.err().valid()) {
+        rank->process.signal(SIGKILL);
+      }
+    }
+  }
+
+  bool any_output_open() const {
+    return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& rank) {
+      return rank->process.out().valid() || rank->process.err().valid();
+    });
+  }
+
+  // --- rank output --------------------------------------------------------------------------
+
+  // Reads once (or, when `until_empty`, until the pipe is empty) and forwards complete lines.
+  void read_output(std::uint32_t r, bool is_out, bool until_empty) {
+    Rank& rank = *ranks_[r];
+    UniqueFd& fd = is_out ? rank.process.out() : rank.process.err();
+    OutputForwarder& fwd = is_out ? rank.out : rank.err;
+    char buf[kReadChunk];
+    while (fd.valid()) {
+      const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        fwd.append(std::string_view(buf, static_cast<std::size_t>(n)));
+        if (!until_empty) return;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      fwd.finish();  // EOF or error: the stream is over
+      fd.reset();
+    }
+  }
+
+  // --- bootstrap ----------------------------------------------------------------------------
+
+  void read_bootstrap(std::uint32_t r) {
+    Rank& rank = *ranks_[r];
+    UniqueFd& fd = rank.process.bootstrap();
+    if (!fd.valid() || !rank.listening) return;
+    const std::error_code read_error = rank.reader.feed(fd.get());
+    nlohmann::json message;
+    std::error_code error;
+    // Messages already received count even if the channel closed right after them.
+    while (fd.valid() && rank.listening && rank.reader.next(message, error)) {
+      handle_message(r, message);
+    }
+    if (!fd.valid() || !rank.listening) return;
+    if (error) {
+      protocol_error(r, "sent a malformed bootstrap message (" + error.message() + ")");
+      return;
+    }
+    // EOF or a socket error: the rank closed its channel. Its exit status tells the story.
+    if (read_error) fd.reset();
+  }
+
+  void send(std::uint32_t r, const nlohmann::json& message) {
+    UniqueFd& fd = ranks_[r]->process.bootstrap();
+    if (!fd.valid()) return;
+    const auto ec =
+        write_bootstrap_message(fd.get(), message, Clock::now() + kBootstrapWriteTimeout);
+    if (!ec) return;
+    fd.reset();
+    // A rank that exited is reported when it is reaped; one that stopped reading is broken.
+    if (ec != make_error_code(errc::connection_closed) && ranks_[r]->running) {
+      report("rank " + std::to_string(r) + " did not accept a bootstrap message (" + ec.message() +
+             ")");
+      cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
+    }
+  }
+
+  // Refuses the rank's request and fails the job: a rank that misbehaves during bootstrap
+  // cannot be part of a trustworthy job.
+  void protocol_error(std::uint32_t r, const std::string& what) {
+    const std::string text = "rank " + std::to_string(r) + " " + sanitize(what);
+    send(r, {{"type", "error"}, {"reason", text}});
+    ranks_[r]->listening = false;
+    if (exit_status_) return;
+    report(text);
+    cause(1, text, false);
+  }
+
+  void handle_message(std::uint32_t r, const nlohmann::json& message) {
+    const auto& type = message["type"].get_ref<const std::string&>();
+    if (type == "abort") {
+      handle_abort(r, message);
+      return;
+    }
+    if (exit_status_) return;  // tearing down: no more certificates, no more fences
+    if (type == "enroll") {
+      if (const auto refused = enrollment_->enroll(r, message)) {
+        protocol_error(r, "was refused enrollment: " + *refused);
+        return;
+      }
+      for (std::uint32_t u = 0; u < ranks_.size(); ++u) {
+        if (ranks_[u]->exited_unjoined) {
+          fail_rank(u, "exited without joining the job", 1);
+          return;
+        }
+      }
+      if (enrollment_->all_enrolled()) {
+        for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
+          send(w, enrollment_->welcome(w));
+        }
+      }
+    } else if (type == "finalize") {
+      if (const auto refused = enrollment_->finalize(r)) {
+        protocol_error(r, "sent an invalid finalize: " + *refused);
+        return;
+      }
+      if (enrollment_->all_finalized()) {
+        const nlohmann::json ok = {{"type", "finalize_ok"}};
+        for (std::uint32_t w = 0; w < ranks_.size(); ++w) send(w, ok);
+      }
+    } else {
+      protocol_error(r, "sent an unknown bootstrap message type '" + type + "'");
+    }
+  }
+
+  void handle_abort(std::uint32_t r, const nlohmann::json& message) {
+    if (exit_status_) return;
+    long long code = 1;
+    if (const auto it = message.find("code"); it != message.end() && it->is_number_integer()) {
+      code = it->get<long long>();
+    }
+    std::string reason;
+    if (const auto it = message.find("reason"); it != message.end() && it->is_string()) {
+      reason = sanitize(it->get_ref<const std::string&>());
+    }
+    const std::string text = "rank " + std::to_string(r) + " called abort (code " +
+                             std::to_string(code) + ")" + (reason.empty() ? "" : ": " + reason);
+    report(text);
+    // Exit statuses are 8 bits; a code outside 1..255 still has to read as a failure.
+    cause(code >= 1 && code <= 255 ? static_cast<int>(code) : 1, text, false);
+  }
+
+  // --- exits --------------------------------------------------------------------------------
+
+  void reap() {
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid < 0 && errno == EINTR) continue;
+      if (pid <= 0) return;
+      const auto it = pid_to_rank_.find(pid);
+      if (it != pid_to_rank_.end()) on_exit(it->second, ExitStatus::from_wait_status(status));
+    }
+  }
+
+  void on_exit(std::uint32_t r, ExitStatus status) {
+    Rank& rank = *ranks_[r];
+    rank.running = false;
+    --running_;
+    // What the rank said before it died comes first: its last output and bootstrap messages
+    // (an abort request must not be reported as a plain exit).
+    read_output(r, true, true);
+    read_output(r, false, true);
+    read_bootstrap(r);
+    rank.process.bootstrap().reset();
+    if (exit_status_) return;
+
+    if (!status.success()) {
+      fail_rank(r, status.describe(), status.shell_status());
+    } else if (enrollment_->is_enrolled(r)) {
+      if (!enrollment_->is_finalized(r)) fail_rank(r, "exited without finalizing", 1);
+    } else if (enrollment_->any_enrolled()) {
+      fail_rank(r, "exited without joining the job", 1);
+    } else {
+      rank.exited_unjoined = true;  // fine, unless another rank enrolls later
+    }
+  }
+
+  void fail_rank(std::uint32_t r, const std::string& how, int status) {
+    const std::string text = "rank " + std::to_string(r) + " " + how;
+    report(text);
+    cause(status, text, false);
+  }
+
+  const LaunchOptions& options_;
+  const policy::PolicyDocument& policy_;
+  const TimePoint started_;
+  const std::chrono::seconds validity_;
+  std::optional<Enrollment> enrollment_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unordered_map<pid_t, std::uint32_t> pid_to_rank_;
+  std::uint32_t running_ = 0;
+  std::optional<int> exit_status_;
+  std::optional<TimePoint> job_deadline_;
+  std::optional<TimePoint> term_at_;
+  std::optional<TimePoint> kill_at_;
+  std::optional<TimePoint> drain_deadline_;
+};
+
+Launcher::Launcher(LaunchOptions options, policy::PolicyDocument policy)
+    : options_(std::move(options)), policy_(std::move(policy)) {}
+
+Launcher::~Launcher() = default;
+
+int Launcher::run() {
+  Job job(options_, policy_);
+  return job.run();
+}
+
+}  // namespace sempi::launch

@@ -1,0 +1,44 @@
+#pragma once
+// The launcher's event loop: starts the ranks, serves enrollment and finalize over their
+// bootstrap channels, forwards their output, and tears the job down on the first failure, a
+// timeout or an interrupt.
+//
+// One thread; poll() over the bootstrap sockets, the output pipes and a self-pipe fed by the
+// SIGCHLD/SIGINT/SIGTERM handlers. Every wait has a deadline (teardown: abort message, SIGTERM
+// after 2 s, SIGKILL after 2 more).
+//
+// Thread safety: run() installs process-wide signal handlers and forks; one Launcher per process,
+// run() called once, from a process with no other threads.
+
+#include <chrono>
+
+#include "launch/launch_options.hpp"
+#include "policy/policy_document.hpp"
+
+namespace sempi::launch {
+
+/// Grace periods of the teardown (abort message -> SIGTERM -> SIGKILL) and of the final drain
+/// of output pipes still held open by a rank's leftover children.
+inline constexpr std::chrono::seconds kTermGrace{2};
+inline constexpr std::chrono::seconds kKillGrace{2};
+inline constexpr std::chrono::seconds kDrainGrace{2};
+
+class Launcher {
+ public:
+  Launcher(LaunchOptions options, policy::PolicyDocument policy);
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  /// Runs the job to completion and returns sempirun's exit status (see launch_usage()).
+  /// Diagnostics go to stderr as "sempirun: ...". Throws only if the job cannot be set up
+  /// (e.g. the job CA cannot be created), before any rank started.
+  int run();
+
+ private:
+  class Job;
+  LaunchOptions options_;
+  policy::PolicyDocument policy_;
+};
+
+}  // namespace sempi::launch

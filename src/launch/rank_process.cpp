@@ -1,0 +1,227 @@
+#include "launch/rank_process.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include "sempi/error.hpp"
+
+namespace sempi::launch {
+namespace {
+
+using transport::UniqueFd;
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw Error(ErrorClass::io, what + ": " + std::strerror(errno));
+}
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("cannot create a pipe");
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+void set_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    throw_errno("cannot make a descriptor non-blocking");
+  }
+}
+
+// Blocks every signal for the duration of fork(), so no launcher handler runs in the child
+// before it has reset its dispositions.
+class BlockAllSignals {
+ public:
+  BlockAllSignals() noexcept {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &saved_);
+  }
+  ~BlockAllSignals() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  BlockAllSignals(const BlockAllSignals&) = delete;
+  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
+
+ private:
+  sigset_t saved_{};
+};
+
+// What the child reports through the close-on-exec pipe when it cannot exec.
+struct ChildFailure {
+  int stage;  // kStageSetup or kStageExec
+  int error;  // errno
+};
+constexpr int kStageSetup = 1;
+constexpr int kStageExec = 2;
+
+// Child side of a failure: report it to the launcher and exit as a shell would.
+[[noreturn]] void child_fail(int report, int stage) {
+  const ChildFailure failure{stage, errno};
+  ssize_t ignored = ::write(report, &failure, sizeof failure);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// Runs in the child between fork and exec: system calls only (no allocation, no locks).
+[[noreturn]] void exec_child(pid_t launcher, int dev_null, int out, int err, int bootstrap,
+                             int report, char* const* argv, char* const* envp,
+                             const rlimit* nofile) {
+  ::setpgid(0, 0);
+  // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report, kStageSetup);
+  if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
+
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // SIGPIPE was ignored
+  }
+  if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
+
+  // Move the four descriptors above 0-3 first, so the dup2 calls cannot clobber each other.
+  const int src[4] = {dev_null, out, err, bootstrap};
+  int high[4];
+  for (int i = 0; i < 4; ++i) {
+    high[i] = ::fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+    if (high[i] < 0) child_fail(report, kStageSetup);
+  }
+  const int high_report = ::fcntl(report, F_DUPFD_CLOEXEC, 10);
+  if (high_report < 0) child_fail(report, kStageSetup);
+  report = high_report;
+  // dup2 clears close-on-exec on the target: exactly fds 0-3 survive exec.
+  for (int i = 0; i < 4; ++i) {
+    if (::dup2(high[i], i) < 0) child_fail(report, kStageSetup);
+  }
+  // Everything above fd 3 closes at exec, whatever the launcher inherited from its own parent.
+  if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    rlimit limit{};
+    const rlim_t top = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                           ? limit.rlim_cur
+                           : 65536;
+    for (rlim_t fd = 4; fd < top; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+
+  ::execvpe(argv[0], argv, envp);
+  child_fail(report, kStageExec);
+}
+
+}  // namespace
+
+ExitStatus ExitStatus::from_wait_status(int status) {
+  if (WIFSIGNALED(status)) return {Kind::signaled, WTERMSIG(status)};
+  return {Kind::exited, WIFEXITED(status) ? WEXITSTATUS(status) : 1};
+}
+
+std::string ExitStatus::describe() const {
+  if (kind == Kind::exited) return "exited with status " + std::to_string(value);
+  const char* name = ::strsignal(value);
+  return "was killed by signal " + std::to_string(value) + " (" +
+         (name != nullptr ? name : "unknown") + ")";
+}
+
+RankProcess RankProcess::spawn(const SpawnRequest& request) {
+  if (request.argv.empty()) throw Error(ErrorClass::arg, "spawn: empty argv");
+
+  // Everything the child needs is prepared before fork: the child must not allocate.
+  std::vector<char*> argv;
+  for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : request.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    throw_errno("cannot create the bootstrap socket");
+  }
+  UniqueFd launcher_end(pair[0]);
+  UniqueFd rank_end(pair[1]);
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  Pipe report = make_pipe();  // close-on-exec: EOF means exec succeeded, 4 bytes mean errno
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null.valid()) throw_errno("cannot open /dev/null");
+
+  const pid_t launcher = ::getpid();
+  pid_t pid = -1;
+  {
+    BlockAllSignals blocked;
+    pid = ::fork();
+    if (pid == 0) {
+      exec_child(launcher, dev_null.get(), out.write.get(), err.write.get(), rank_end.get(),
+                 report.write.get(), argv.data(), envp.data(),
+                 request.nofile_limit ? &*request.nofile_limit : nullptr);
+    }
+  }
+  if (pid < 0) throw_errno("cannot fork");
+  // Both sides call setpgid so the group exists before either relies on it.
+  ::setpgid(pid, pid);
+
+  rank_end.reset();
+  out.write.reset();
+  err.write.reset();
+  report.write.reset();
+  dev_null.reset();
+
+  // Wait (bounded) for the exec report. The child does a few system calls before exec, so the
+  // bound is only ever reached if it was stopped; it is then treated as started.
+  ChildFailure failure{};
+  std::size_t got = 0;
+  const auto deadline = transport::Clock::now() + std::chrono::seconds(30);
+  while (got < sizeof failure) {
+    if (transport::wait_fd(report.read.get(), transport::WaitFor::read, deadline)) break;
+    const ssize_t n =
+        ::read(report.read.get(), reinterpret_cast<char*>(&failure) + got, sizeof failure - got);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    break;  // EOF: exec succeeded (the pipe closed on exec)
+  }
+  if (got == sizeof failure) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (failure.stage == kStageExec) {
+      throw Error(ErrorClass::config,
+                  "cannot execute " + request.argv[0] + ": " + std::strerror(failure.error));
+    }
+    throw Error(ErrorClass::io, "cannot set up the process for " + request.argv[0] + ": " +
+                                    std::strerror(failure.error));
+  }
+
+  set_nonblocking(launcher_end.get());
+  set_nonblocking(out.read.get());
+  set_nonblocking(err.read.get());
+  RankProcess rank;
+  rank.pid_ = pid;
+  rank.bootstrap_ = std::move(launcher_end);
+  rank.out_ = std::move(out.read);
+  rank.err_ = std::move(err.read);
+  return rank;
+}
+
+void RankProcess::signal(int signo) const noexcept {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, signo);
+  ::kill(pid_, signo);
+}
+
+}  // namespace sempi::launch

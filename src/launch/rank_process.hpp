@@ -1,0 +1,74 @@
+#pragma once
+// Starting one rank: fork + exec with a private bootstrap channel, stdout/stderr pipes back to
+// the launcher, stdin from /dev/null, its own process group, and PR_SET_PDEATHSIG so a rank
+// never outlives a killed launcher. Also decodes how a rank ended.
+//
+// Descriptor hygiene: the child keeps exactly fds 0-3; everything else it inherited (in
+// particular the other ranks' bootstrap sockets, which would let a rank impersonate another
+// during enrollment) is closed by exec.
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "transport/socket.hpp"
+
+namespace sempi::launch {
+
+/// The descriptor number of the bootstrap socket inside every rank (SEMPI_BOOTSTRAP_FD).
+inline constexpr int kRankBootstrapFd = 3;
+
+/// How a process ended, from a waitpid() status.
+struct ExitStatus {
+  enum class Kind { exited, signaled };
+  Kind kind = Kind::exited;
+  int value = 0;  ///< exit code, or signal number
+
+  static ExitStatus from_wait_status(int status);
+
+  [[nodiscard]] bool success() const noexcept { return kind == Kind::exited && value == 0; }
+  /// The shell convention: the exit code, or 128 + signal number.
+  [[nodiscard]] int shell_status() const noexcept {
+    return kind == Kind::exited ? value : 128 + value;
+  }
+  /// "exited with status 3" / "was killed by signal 9 (Killed)".
+  [[nodiscard]] std::string describe() const;
+};
+
+struct SpawnRequest {
+  std::vector<std::string> argv;  ///< argv[0] is searched in PATH (execvp rules)
+  std::vector<std::string> env;   ///< complete environment, "NAME=VALUE"
+  /// RLIMIT_NOFILE to restore in the child (the launcher raises its own soft limit).
+  std::optional<rlimit> nofile_limit;
+};
+
+class RankProcess {
+ public:
+  /// Starts the process and waits until it has exec'd. Throws sempi::Error(config)
+  /// "cannot execute PROGRAM: reason" if exec fails (the failed child is reaped), or
+  /// sempi::Error(io) if a pipe, socket or fork fails.
+  static RankProcess spawn(const SpawnRequest& request);
+
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+  /// Launcher ends, all non-blocking and close-on-exec.
+  transport::UniqueFd& bootstrap() noexcept { return bootstrap_; }
+  transport::UniqueFd& out() noexcept { return out_; }
+  transport::UniqueFd& err() noexcept { return err_; }
+
+  /// Sends `signo` to the rank's process group (its children too) and to the rank itself, in
+  /// case it left the group. Safe to call after the rank exited but before it was reaped.
+  void signal(int signo) const noexcept;
+
+ private:
+  RankProcess() = default;
+  pid_t pid_ = -1;
+  transport::UniqueFd bootstrap_;
+  transport::UniqueFd out_;
+  transport::UniqueFd err_;
+};
+
+}  // namespace sempi::launch

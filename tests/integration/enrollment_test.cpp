@@ -1,0 +1,186 @@
+// Enrollment bookkeeping with real keys and CSRs: what a rank gets, and what it is refused.
+
+#include "launch/enrollment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/hex.hpp"
+#include "pki/csr.hpp"
+#include "pki/identity.hpp"
+#include "pki/job_ca.hpp"
+#include "pki/job_id.hpp"
+#include "pki/key.hpp"
+
+namespace sempi::launch {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::chrono::seconds kValidity = 2h;
+
+Enrollment make_enrollment(std::uint32_t size) {
+  return Enrollment(pki::JobCa::create(pki::JobId::random(), kValidity),
+                    policy::PolicyDocument::default_policy(), size, kValidity);
+}
+
+nlohmann::json enroll_message(const pki::PrivateKey& key, const std::string& endpoint) {
+  return {{"type", "enroll"},
+          {"csr", pki::Csr::create(key).to_pem()},
+          {"endpoint", endpoint},
+          {"pid", 1234}};
+}
+
+std::string endpoint_of(std::uint32_t rank) { return "127.0.0.1:" + std::to_string(1000 + rank); }
+
+// Enrolls `rank` with a fresh key; returns the refusal, if any.
+std::optional<std::string> enroll(Enrollment& e, std::uint32_t rank) {
+  return e.enroll(rank, enroll_message(pki::PrivateKey::generate(), endpoint_of(rank)));
+}
+
+void expect_refusal(const std::optional<std::string>& refusal, const std::string& needle) {
+  ASSERT_TRUE(refusal.has_value()) << "expected a refusal containing: " << needle;
+  EXPECT_NE(refusal->find(needle), std::string::npos) << *refusal;
+}
+
+TEST(Enrollment, IssuesCertificateNamingRankJobAndPolicy) {
+  auto e = make_enrollment(3);
+  const auto key = pki::PrivateKey::generate();
+  ASSERT_EQ(e.enroll(2, enroll_message(key, endpoint_of(2))), std::nullopt);
+  EXPECT_TRUE(e.is_enrolled(2));
+  EXPECT_FALSE(e.is_enrolled(0));
+  EXPECT_TRUE(e.any_enrolled());
+  EXPECT_FALSE(e.all_enrolled());
+
+  const auto& cert = e.certificate(2);
+  ASSERT_TRUE(cert.has_value());
+  std::string why;
+  const auto identity = pki::parse_identity(cert->get(), why);
+  ASSERT_TRUE(identity) << why;
+  EXPECT_EQ(identity->rank, 2u);
+  EXPECT_EQ(identity->job, e.ca().job());
+  EXPECT_EQ(identity->policy_digest, e.policy().digest);
+  EXPECT_TRUE(pki::has_rank_key_usage(cert->get()));
+  EXPECT_EQ(X509_check_private_key(cert->get(), key.get()), 1) << "issued for the CSR's key";
+
+  // Validity follows the job's, not a default.
+  const auto lifetime = cert->not_after() - std::chrono::system_clock::now();
+  EXPECT_GT(lifetime, kValidity - 5min);
+  EXPECT_LT(lifetime, kValidity + 5min);
+}
+
+TEST(Enrollment, WelcomeOnceEveryRankEnrolled) {
+  auto e = make_enrollment(3);
+  for (std::uint32_t r : {2u, 0u, 1u}) ASSERT_EQ(enroll(e, r), std::nullopt);
+  ASSERT_TRUE(e.all_enrolled());
+
+  for (std::uint32_t r = 0; r < 3; ++r) {
+    const auto w = e.welcome(r);
+    EXPECT_EQ(w["type"], "welcome");
+    EXPECT_EQ(w["rank"], r);
+    EXPECT_EQ(w["size"], 3);
+    EXPECT_EQ(w["job"], e.ca().job().hex());
+    EXPECT_EQ(w["certificate"], e.certificate(r)->to_pem());
+    EXPECT_EQ(w["ca"], e.ca().certificate().to_pem());
+    EXPECT_EQ(w["policy"], e.policy().canonical);
+    EXPECT_EQ(w["policy_digest"], to_hex(e.policy().digest));
+    ASSERT_EQ(w["endpoints"].size(), 3u);
+    for (std::uint32_t p = 0; p < 3; ++p) EXPECT_EQ(w["endpoints"][p], endpoint_of(p));
+  }
+}
+
+TEST(Enrollment, WelcomeBeforeEveryoneEnrolledIsALogicError) {
+  auto e = make_enrollment(2);
+  ASSERT_EQ(enroll(e, 0), std::nullopt);
+  EXPECT_THROW((void)e.welcome(0), Error);
+}
+
+TEST(Enrollment, DuplicateEnrollmentRefused) {
+  auto e = make_enrollment(2);
+  ASSERT_EQ(enroll(e, 0), std::nullopt);
+  const auto first = e.certificate(0)->fingerprint_sha256();
+  expect_refusal(e.enroll(0, enroll_message(pki::PrivateKey::generate(), "127.0.0.1:5000")),
+                 "already enrolled");
+  EXPECT_EQ(e.certificate(0)->fingerprint_sha256(), first) << "the first certificate stands";
+  EXPECT_FALSE(e.all_enrolled());
+}
+
+TEST(Enrollment, BadCsrRefused) {
+  auto e = make_enrollment(1);
+  auto garbage = enroll_message(pki::PrivateKey::generate(), endpoint_of(0));
+  garbage["csr"] = "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n";
+  expect_refusal(e.enroll(0, garbage), "bad CSR");
+
+  // A well-formed CSR whose signature does not match: flip a byte inside the signature.
+  auto tampered = enroll_message(pki::PrivateKey::generate(), endpoint_of(0));
+  auto pem = tampered["csr"].get<std::string>();
+  const auto end = pem.find("-----END");
+  const auto pos = end - 8;  // inside the last base64 line, i.e. the signature
+  pem[pos] = pem[pos] == 'A' ? 'B' : 'A';
+  tampered["csr"] = pem;
+  expect_refusal(e.enroll(0, tampered), "bad CSR");
+
+  auto not_pem = enroll_message(pki::PrivateKey::generate(), endpoint_of(0));
+  not_pem["csr"] = "hello";
+  expect_refusal(e.enroll(0, not_pem), "bad CSR");
+
+  EXPECT_FALSE(e.any_enrolled());
+  EXPECT_EQ(enroll(e, 0), std::nullopt) << "a refused attempt records nothing";
+}
+
+TEST(Enrollment, MalformedMessagesRefused) {
+  auto e = make_enrollment(2);
+  const auto key = pki::PrivateKey::generate();
+  auto m = enroll_message(key, endpoint_of(0));
+  m.erase("csr");
+  expect_refusal(e.enroll(0, m), "csr");
+  m = enroll_message(key, endpoint_of(0));
+  m["csr"] = 42;
+  expect_refusal(e.enroll(0, m), "csr");
+  m = enroll_message(key, endpoint_of(0));
+  m.erase("endpoint");
+  expect_refusal(e.enroll(0, m), "endpoint");
+  m = enroll_message(key, endpoint_of(0));
+  m["pid"] = "12";
+  expect_refusal(e.enroll(0, m), "pid");
+  m["pid"] = -1;
+  expect_refusal(e.enroll(0, m), "pid");
+  expect_refusal(e.enroll(0, nlohmann::json::array()), "not a JSON object");
+  m = enroll_message(key, endpoint_of(0));
+  m.erase("pid");
+  EXPECT_EQ(e.enroll(0, m), std::nullopt) << "pid is optional";
+  expect_refusal(e.enroll(5, enroll_message(key, endpoint_of(5))), "not part of this job");
+}
+
+TEST(Enrollment, BadEndpointsRefused) {
+  auto e = make_enrollment(2);
+  const auto key = pki::PrivateKey::generate();
+  expect_refusal(e.enroll(0, enroll_message(key, "nonsense")), "invalid endpoint");
+  expect_refusal(e.enroll(0, enroll_message(key, "127.0.0.1:99999")), "invalid endpoint");
+  expect_refusal(e.enroll(0, enroll_message(key, "127.0.0.1:0")), "port 0");
+  expect_refusal(e.enroll(0, enroll_message(key, "0.0.0.0:1000")), "not an address");
+  expect_refusal(e.enroll(0, enroll_message(key, std::string(500, '1'))), "too long");
+  ASSERT_EQ(e.enroll(0, enroll_message(key, "127.0.0.1:1000")), std::nullopt);
+  expect_refusal(e.enroll(1, enroll_message(pki::PrivateKey::generate(), "127.0.0.1:1000")),
+                 "already used by rank 0");
+}
+
+TEST(Enrollment, FinalizeFence) {
+  auto e = make_enrollment(2);
+  ASSERT_EQ(enroll(e, 0), std::nullopt);
+  expect_refusal(e.finalize(0), "before the job started");
+  ASSERT_EQ(enroll(e, 1), std::nullopt);
+  EXPECT_EQ(e.finalize(1), std::nullopt);
+  EXPECT_TRUE(e.is_finalized(1));
+  EXPECT_FALSE(e.all_finalized());
+  expect_refusal(e.finalize(1), "twice");
+  EXPECT_EQ(e.finalize(0), std::nullopt);
+  EXPECT_TRUE(e.all_finalized());
+  expect_refusal(e.finalize(2), "not part of this job");
+}
+
+}  // namespace
+}  // namespace sempi::launch

@@ -1,0 +1,219 @@
+// sempirun's command line: what parses, and every way it is refused.
+
+#include "launch/launch_options.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sempi/error.hpp"
+
+namespace sempi::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+ParsedCommandLine parse(std::vector<std::string> args) { return parse_launch_options(args); }
+
+LaunchOptions run_options(std::vector<std::string> args) {
+  auto parsed = parse(std::move(args));
+  EXPECT_EQ(parsed.action, LaunchAction::run);
+  return parsed.options;
+}
+
+// Expects a usage error whose message contains `needle`.
+void expect_refused(std::vector<std::string> args, const std::string& needle) {
+  try {
+    parse(args);
+    ADD_FAILURE() << "accepted: " << testing::PrintToString(args);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_class(), ErrorClass::config);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sempirun-options-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(LaunchOptions, Defaults) {
+  const auto o = run_options({"prog"});
+  EXPECT_EQ(o.size, 1u);
+  EXPECT_TRUE(o.env.empty());
+  EXPECT_FALSE(o.policy_file);
+  EXPECT_FALSE(o.audit_dir);
+  EXPECT_FALSE(o.timeout);
+  EXPECT_FALSE(o.tag_output);
+  EXPECT_EQ(o.program, std::vector<std::string>{"prog"});
+}
+
+TEST(LaunchOptions, AllFlags) {
+  const auto o =
+      run_options({"-n", "4", "-x", "A", "-x", "B=1=2", "-x", "C=", "--policy", "p.json",
+                   "--audit-dir", "audit", "--timeout", "30", "--tag-output", "prog", "arg"});
+  EXPECT_EQ(o.size, 4u);
+  ASSERT_EQ(o.env.size(), 3u);
+  EXPECT_EQ(o.env[0], (EnvSetting{"A", std::nullopt}));
+  EXPECT_EQ(o.env[1], (EnvSetting{"B", "1=2"}));
+  EXPECT_EQ(o.env[2], (EnvSetting{"C", ""}));
+  EXPECT_EQ(o.policy_file, fs::path("p.json"));
+  EXPECT_EQ(o.audit_dir, fs::path("audit"));
+  EXPECT_EQ(o.timeout, std::chrono::seconds(30));
+  EXPECT_TRUE(o.tag_output);
+  EXPECT_EQ(o.program, (std::vector<std::string>{"prog", "arg"}));
+}
+
+TEST(LaunchOptions, NpAndInlineLongValues) {
+  const auto o = run_options({"-np", "4096", "--timeout=5", "--policy=x.json", "prog"});
+  EXPECT_EQ(o.size, 4096u);
+  EXPECT_EQ(o.timeout, std::chrono::seconds(5));
+  EXPECT_EQ(o.policy_file, fs::path("x.json"));
+}
+
+TEST(LaunchOptions, ProgramArgumentsPassUntouched) {
+  const auto o = run_options({"-n", "2", "prog", "-n", "5", "--timeout", "x", "--", "-x"});
+  EXPECT_EQ(o.size, 2u);
+  EXPECT_EQ(o.program, (std::vector<std::string>{"prog", "-n", "5", "--timeout", "x", "--", "-x"}));
+}
+
+TEST(LaunchOptions, DoubleDashEndsOptions) {
+  EXPECT_EQ(run_options({"-n", "2", "--", "-weird-name", "--help"}).program,
+            (std::vector<std::string>{"-weird-name", "--help"}));
+  EXPECT_EQ(run_options({"--", "--"}).program, std::vector<std::string>{"--"});
+  EXPECT_EQ(run_options({"-"}).program, std::vector<std::string>{"-"});  // not an option
+}
+
+TEST(LaunchOptions, HelpAndVersion) {
+  EXPECT_EQ(parse({"--help"}).action, LaunchAction::help);
+  EXPECT_EQ(parse({"-h"}).action, LaunchAction::help);
+  EXPECT_EQ(parse({"-n", "2", "--help"}).action, LaunchAction::help);
+  EXPECT_EQ(parse({"--version"}).action, LaunchAction::version);
+  EXPECT_EQ(run_options({"prog", "--help"}).program,
+            (std::vector<std::string>{"prog", "--help"}));  // the program's own flag
+  EXPECT_NE(std::string(launch_usage()).find("124"), std::string::npos);
+}
+
+TEST(LaunchOptions, MissingProgram) {
+  expect_refused({}, "no program given");
+  expect_refused({"-n", "2"}, "no program given");
+  expect_refused({"-n", "2", "--"}, "no program given");
+  expect_refused({"--", ""}, "program name is empty");
+}
+
+TEST(LaunchOptions, BadRankCount) {
+  expect_refused({"-n", "0", "prog"}, "between 1 and 4096");
+  expect_refused({"-n", "4097", "prog"}, "between 1 and 4096");
+  expect_refused({"-n", "99999999999999999999999", "prog"}, "between 1 and 4096");
+  expect_refused({"-n", "abc", "prog"}, "must be an integer");
+  expect_refused({"-n", "-1", "prog"}, "must be an integer");
+  expect_refused({"-n", "+3", "prog"}, "must be an integer");
+  expect_refused({"-n", "3x", "prog"}, "must be an integer");
+  expect_refused({"-n", "", "prog"}, "must be an integer");
+  expect_refused({"-n"}, "-n requires a value");
+  expect_refused({"-n", "2", "-np", "3", "prog"}, "more than once");
+}
+
+TEST(LaunchOptions, BadTimeout) {
+  expect_refused({"--timeout", "0", "prog"}, "--timeout must be between 1");
+  expect_refused({"--timeout", "-5", "prog"}, "--timeout must be an integer");
+  expect_refused({"--timeout", "1.5", "prog"}, "--timeout must be an integer");
+  expect_refused({"--timeout", "abc", "prog"}, "--timeout must be an integer");
+  expect_refused({"--timeout=", "prog"}, "--timeout must be an integer");
+  expect_refused({"--timeout", "999999999999", "prog"}, "--timeout must be between");
+  expect_refused({"--timeout"}, "--timeout requires a value");
+}
+
+TEST(LaunchOptions, UnknownFlags) {
+  expect_refused({"--frobnicate", "prog"}, "unknown option '--frobnicate'");
+  expect_refused({"-q", "prog"}, "unknown option '-q'");
+  expect_refused({"-n3", "prog"}, "unknown option '-n3'");
+  expect_refused({"--tag-output=yes", "prog"}, "does not take a value");
+}
+
+TEST(LaunchOptions, BadEnvironmentSettings) {
+  expect_refused({"-x", "", "prog"}, "invalid environment variable name");
+  expect_refused({"-x", "=v", "prog"}, "invalid environment variable name");
+  expect_refused({"-x", "1A=v", "prog"}, "invalid environment variable name");
+  expect_refused({"-x", "A-B=v", "prog"}, "invalid environment variable name");
+  expect_refused({"-x", "SEMPI_RANK=0", "prog"}, "set by sempirun");
+  expect_refused({"-x", "SEMPI_BOOTSTRAP_FD", "prog"}, "set by sempirun");
+  expect_refused({"-x"}, "-x requires a value");
+}
+
+TEST(LaunchOptions, EmptyPaths) {
+  expect_refused({"--policy", "", "prog"}, "--policy requires a file name");
+  expect_refused({"--audit-dir=", "prog"}, "--audit-dir requires a directory name");
+}
+
+TEST(LaunchOptions, DefaultPolicy) {
+  const auto policy = load_policy(run_options({"prog"}));
+  EXPECT_TRUE(policy.is_default);
+  EXPECT_EQ(policy.digest, policy::PolicyDocument::default_policy().digest);
+}
+
+TEST(LaunchOptions, PolicyFile) {
+  TempDir dir;
+  write_text(dir.path() / "p.json", R"({"version": 1, "mode": "enforce"})");
+  const auto policy = load_policy(run_options({"--policy", (dir.path() / "p.json").string(), "x"}));
+  EXPECT_FALSE(policy.is_default);
+  EXPECT_EQ(policy.canonical, R"({"mode":"enforce","version":1})");
+}
+
+TEST(LaunchOptions, PolicyFileErrors) {
+  TempDir dir;
+  const auto refused = [&](const fs::path& path, const std::string& needle) {
+    try {
+      load_policy(run_options({"--policy", path.string(), "prog"}));
+      ADD_FAILURE() << "accepted policy " << path;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_class(), ErrorClass::config);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused(dir.path() / "missing.json", "cannot read policy file");
+  write_text(dir.path() / "bad.json", "{ not json");
+  refused(dir.path() / "bad.json", "invalid JSON");
+  write_text(dir.path() / "array.json", "[1, 2]");
+  refused(dir.path() / "array.json", "must be a JSON object");
+  refused(dir.path(), "policy file");  // a directory
+}
+
+TEST(LaunchOptions, AuditDirCreatedPrivate) {
+  TempDir dir;
+  const fs::path audit = dir.path() / "a" / "audit";
+  prepare_audit_dir(run_options({"--audit-dir", audit.string(), "prog"}));
+  struct stat st {};
+  ASSERT_EQ(::stat(audit.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  prepare_audit_dir(run_options({"--audit-dir", audit.string(), "prog"}));  // exists: fine
+
+  write_text(dir.path() / "file", "x");
+  EXPECT_THROW(prepare_audit_dir(run_options({"--audit-dir", (dir.path() / "file").string(), "p"})),
+               Error);
+}
+
+}  // namespace
+}  // namespace sempi::launch

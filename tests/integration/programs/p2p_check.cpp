@@ -1,0 +1,372 @@
+// A rank program that checks point-to-point semantics for real, under sempirun.
+// Usage: p2p_check SCENARIO   (exit 0 = every check passed; a failed check prints and exits 1)
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sempi/sempi.hpp>
+
+namespace {
+
+int g_rank = -1;
+
+#define CHECK(cond)                                                                       \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::fprintf(stderr, "rank %d: check failed at line %d: %s\n", g_rank, __LINE__, #cond); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+std::uint64_t fnv1a(const std::uint8_t* data, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 1099511628211ull;
+  return h;
+}
+
+std::vector<std::uint8_t> pattern(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint8_t> v(n);
+  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<std::uint8_t>(x);
+  }
+  return v;
+}
+
+template <class F>
+void expect_error(sempi::ErrorClass cls, F&& f) {
+  try {
+    f();
+  } catch (const sempi::Error& e) {
+    CHECK(e.error_class() == cls);
+    return;
+  }
+  CHECK(!"expected sempi::Error");
+}
+
+void ring(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  long token = rank == 0 ? 1 : 0;
+  if (rank == 0) {
+    world.send(token, (rank + 1) % size, 0);
+    world.recv(token, (rank + size - 1) % size, 0);
+    CHECK(token == size);
+  } else {
+    world.recv(token, rank - 1, 0);
+    ++token;
+    world.send(token, (rank + 1) % size, 0);
+  }
+}
+
+// Every pair exchanges messages of random sizes (0 B .. 8 MiB), checked by checksum.
+void all_pairs(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  const std::vector<std::size_t> sizes = {0, 1, 100, 65536, 65537, 1 << 20, 8 << 20};
+  for (std::size_t round = 0; round < sizes.size(); ++round) {
+    std::vector<std::vector<std::uint8_t>> out(static_cast<std::size_t>(size));
+    std::vector<std::vector<std::uint8_t>> in(static_cast<std::size_t>(size));
+    std::vector<sempi::Request> requests;
+    for (int peer = 0; peer < size; ++peer) {
+      // Sizes differ per pair and round so mismatched matching would show.
+      const std::size_t n = sizes[(round + static_cast<std::size_t>(peer)) % sizes.size()];
+      const std::size_t m = sizes[(round + static_cast<std::size_t>(rank)) % sizes.size()];
+      out[static_cast<std::size_t>(peer)] = pattern(n, static_cast<std::uint64_t>(rank * 1000 + peer) + round);
+      in[static_cast<std::size_t>(peer)].resize(m);
+      requests.push_back(world.irecv(in[static_cast<std::size_t>(peer)], peer, static_cast<int>(round)));
+      requests.push_back(world.isend(out[static_cast<std::size_t>(peer)], peer, static_cast<int>(round)));
+    }
+    sempi::Request::wait_all(requests);
+    for (int peer = 0; peer < size; ++peer) {
+      const auto expect = pattern(in[static_cast<std::size_t>(peer)].size(),
+                                  static_cast<std::uint64_t>(peer * 1000 + rank) + round);
+      CHECK(fnv1a(expect.data(), expect.size()) ==
+            fnv1a(in[static_cast<std::size_t>(peer)].data(), in[static_cast<std::size_t>(peer)].size()));
+    }
+  }
+}
+
+void wildcards(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  if (rank == 0) {
+    std::vector<bool> seen(static_cast<std::size_t>(size), false);
+    for (int i = 1; i < size; ++i) {
+      int value = -1;
+      const auto status = world.recv(value, sempi::ANY_SOURCE, sempi::ANY_TAG);
+      CHECK(status.source >= 1 && status.source < size);
+      CHECK(status.tag == 100 + status.source);
+      CHECK(value == status.source * 7);
+      CHECK(status.count<int>() == 1);
+      CHECK(!seen[static_cast<std::size_t>(status.source)]);
+      seen[static_cast<std::size_t>(status.source)] = true;
+    }
+  } else {
+    world.send(rank * 7, 0, 100 + rank);
+  }
+}
+
+// Messages from one source arrive in send order, across eager and rendezvous sizes.
+void ordering(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  constexpr int kMessages = 400;
+  if (rank == 0) {
+    std::vector<int> next(static_cast<std::size_t>(size), 0);
+    std::vector<std::uint32_t> buf((256 << 10) / 4);
+    for (int i = 0; i < kMessages * (size - 1); ++i) {
+      const auto status = world.recv(buf.data(), static_cast<int>(buf.size()), sempi::ANY_SOURCE, 5);
+      const auto expected = next[static_cast<std::size_t>(status.source)]++;
+      CHECK(buf[0] == static_cast<std::uint32_t>(expected));
+    }
+    for (int r = 1; r < size; ++r) CHECK(next[static_cast<std::size_t>(r)] == kMessages);
+  } else {
+    std::vector<sempi::Request> requests;
+    std::vector<std::vector<std::uint32_t>> messages;
+    for (int i = 0; i < kMessages; ++i) {
+      // Every 50th message is large (rendezvous), the rest small (eager).
+      messages.emplace_back(i % 50 == 0 ? (200 << 10) / 4 : 1 + i % 16, static_cast<std::uint32_t>(i));
+    }
+    for (auto& m : messages) requests.push_back(world.isend(m, 0, 5));
+    sempi::Request::wait_all(requests);
+  }
+}
+
+void probe_and_sendrecv(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  // sendrecv around the ring.
+  std::vector<double> out(1000, rank), in(1000, -1);
+  const auto status = world.sendrecv(out, right, 3, in, left, 3);
+  CHECK(status.source == left && status.count<double>() == 1000);
+  CHECK(in[999] == left);
+  // probe tells the size before the receive.
+  std::vector<short> msg(static_cast<std::size_t>(10 + rank), static_cast<short>(rank));
+  auto send = world.isend(msg, right, 9);
+  const auto probed = world.probe(left, 9);
+  CHECK(probed.source == left && probed.tag == 9 && probed.count<short>() == 10 + left);
+  std::vector<short> got(static_cast<std::size_t>(probed.count<short>()));
+  world.recv(got, left, 9);
+  CHECK(got.back() == left);
+  send.wait();
+  // iprobe finds nothing when nothing is sent.
+  CHECK(!world.iprobe(sempi::ANY_SOURCE, 12345).has_value());
+}
+
+void split_and_dup(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  const auto dup = world.dup();
+  CHECK(dup.size() == size && dup.rank() == rank);
+  // Same tag on world and dup: each receive sees only its own communicator's message.
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  const int one = 1, two = 2;
+  auto a = world.isend(&one, 1, right, 4);
+  auto b = dup.isend(&two, 1, right, 4);
+  int on_dup = 0, on_world = 0;
+  dup.recv(on_dup, left, 4);
+  world.recv(on_world, left, 4);
+  a.wait();
+  b.wait();
+  CHECK(on_dup == 2 && on_world == 1);
+
+  // Split into even and odd ranks, reversed order by key.
+  const auto half = world.split(rank % 2, -rank);
+  const int expected_size = (size + 1 - rank % 2) / 2;
+  CHECK(half.size() == expected_size);
+  // Ring within the half, with the world's tag space unaffected.
+  if (half.size() > 1) {
+    const int hr = half.rank(), hs = half.size();
+    int got = -1;
+    const int mine = world.rank();
+    auto s = half.isend(&mine, 1, (hr + 1) % hs, 4);
+    half.recv(got, (hr + hs - 1) % hs, 4);
+    s.wait();
+    CHECK(got % 2 == rank % 2);
+  }
+  const auto none = world.split(rank == 0 ? sempi::UNDEFINED : 1, 0);
+  CHECK(none.is_null() == (rank == 0));
+  if (!none.is_null()) CHECK(none.size() == size - 1);
+}
+
+void many_requests(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  constexpr int kPerPeer = 300;
+  std::vector<int> in(static_cast<std::size_t>(kPerPeer * size), -1);
+  std::vector<int> out(static_cast<std::size_t>(kPerPeer * size));
+  std::vector<sempi::Request> requests;
+  for (int peer = 0; peer < size; ++peer) {
+    for (int i = 0; i < kPerPeer; ++i) {
+      const auto k = static_cast<std::size_t>(peer * kPerPeer + i);
+      requests.push_back(world.irecv(&in[k], 1, peer, i));
+    }
+  }
+  for (int peer = 0; peer < size; ++peer) {
+    for (int i = kPerPeer - 1; i >= 0; --i) {  // reverse order: matching is by tag
+      const auto k = static_cast<std::size_t>(peer * kPerPeer + i);
+      out[k] = rank * 100000 + i;
+      requests.push_back(world.isend(&out[k], 1, peer, i));
+    }
+  }
+  // wait_any drains them in any order.
+  std::size_t completed = 0;
+  while (sempi::Request::wait_any(requests) != requests.size()) ++completed;
+  CHECK(completed == requests.size());
+  for (int peer = 0; peer < size; ++peer) {
+    for (int i = 0; i < kPerPeer; ++i) CHECK(in[static_cast<std::size_t>(peer * kPerPeer + i)] == peer * 100000 + i);
+  }
+}
+
+void threads(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  constexpr int kThreads = 4, kMessages = 200;
+  std::vector<std::thread> pool;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+        for (int i = 0; i < kMessages; ++i) {
+          std::vector<long> out(static_cast<std::size_t>(1 + (i * 37) % 3000), t * 1000000L + i);
+          std::vector<long> in(out.size());
+          world.sendrecv(out, right, t, in, left, t);
+          if (in.front() != t * 1000000L + i || in.back() != in.front()) ++errors;
+        }
+      } catch (const std::exception& e) {
+        // The other threads may now wait forever for this one: end the rank at once.
+        std::fprintf(stderr, "rank %d thread %d: %s\n", rank, t, e.what());
+        std::exit(1);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(errors == 0);
+}
+
+void edge_cases(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  // Self-send, zero bytes, synchronous send, PROC_NULL.
+  int self_in = 0;
+  auto self_req = world.irecv(&self_in, 1, rank, 77);
+  world.send(42, rank, 77);
+  self_req.wait();
+  CHECK(self_in == 42);
+  const auto zero = world.isend(static_cast<const char*>(nullptr), 0, (rank + 1) % size, 8);
+  const auto z = world.recv(static_cast<char*>(nullptr), 0, (rank + size - 1) % size, 8);
+  CHECK(z.bytes == 0);
+  sempi::Request(zero).wait();
+  const auto pn = world.recv(self_in, sempi::PROC_NULL, 1);
+  CHECK(pn.source == sempi::PROC_NULL && pn.bytes == 0);
+  if (size > 1) {
+    if (rank == 0) {
+      world.ssend(7, 1, 11);
+    } else if (rank == 1) {
+      int v = 0;
+      world.recv(v, 0, 11);
+      CHECK(v == 7);
+    }
+  }
+  // Truncation is an error.
+  if (size > 1 && rank < 2) {
+    if (rank == 0) {
+      const std::vector<int> big(100, 1);
+      world.send(big, 1, 12);
+      const std::vector<int> huge(100000, 2);  // rendezvous-sized
+      world.send(huge, 1, 13);
+    } else {
+      std::vector<int> small(10);
+      expect_error(sempi::ErrorClass::truncate, [&] { world.recv(small, 0, 12); });
+      CHECK(small[9] == 1);
+      expect_error(sempi::ErrorClass::truncate, [&] { world.recv(small, 0, 13); });
+      CHECK(small[9] == 2);
+    }
+  }
+  // Cancel an unmatched receive.
+  int never = 0;
+  auto r = world.irecv(&never, 1, sempi::ANY_SOURCE, 999);
+  CHECK(r.cancel());
+  CHECK(r.wait().cancelled);
+  // Invalid arguments.
+  int x = 0;
+  expect_error(sempi::ErrorClass::rank, [&] { world.send(x, size, 0); });
+  expect_error(sempi::ErrorClass::rank, [&] { world.recv(x, -5, 0); });
+  expect_error(sempi::ErrorClass::count, [&] { world.send(&x, -1, 0, 0); });
+  expect_error(sempi::ErrorClass::buffer, [&] { world.send(static_cast<int*>(nullptr), 3, 0, 0); });
+  expect_error(sempi::ErrorClass::tag, [&] { world.send(x, 0, -3); });
+  expect_error(sempi::ErrorClass::comm, [&] { sempi::Communicator().send(x, 0, 0); });
+  expect_error(sempi::ErrorClass::arg, [&] { (void)world.split(-7, 0); });
+}
+
+void check_environment(const sempi::Communicator& world) {
+  const char* rank = std::getenv("SEMPI_RANK");
+  const char* size = std::getenv("SEMPI_SIZE");
+  CHECK(rank != nullptr && std::atoi(rank) == world.rank());
+  CHECK(size != nullptr && std::atoi(size) == world.size());
+  CHECK(sempi::Environment::job_id() == std::getenv("SEMPI_JOB_ID"));
+  CHECK(sempi::Environment::initialized());
+}
+
+// --- failure scenarios: the victim misbehaves, the others wait on it -------------------------
+
+void victim_scenario(const sempi::Communicator& world, const std::string& how) {
+  const int rank = world.rank();
+  const int victim = world.size() - 1;
+  if (rank == victim) {
+    if (how == "exit3") std::exit(3);
+    if (how == "sigkill") ::raise(SIGKILL);
+    if (how == "hang") {
+      for (;;) ::pause();
+    }
+  }
+  int value = 0;
+  try {
+    world.recv(value, victim, 1);  // never sent: must fail, not hang
+  } catch (const sempi::Error& e) {
+    std::fprintf(stderr, "rank %d: receive failed as expected: %s\n", rank, e.what());
+    std::exit(2);
+  }
+  std::exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sempi::Environment env(argc, argv);
+  const auto world = sempi::world();
+  g_rank = world.rank();
+  const std::string scenario = argc > 1 ? argv[1] : "all";
+  if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang") {
+    victim_scenario(world, scenario);
+  }
+  if (scenario == "sleep") {
+    for (;;) ::pause();
+  }
+  const std::map<std::string, std::function<void(const sempi::Communicator&)>> checks = {
+      {"environment", check_environment}, {"ring", ring},
+      {"allpairs", all_pairs},            {"wildcards", wildcards},
+      {"ordering", ordering},             {"probe", probe_and_sendrecv},
+      {"split", split_and_dup},           {"requests", many_requests},
+      {"threads", threads},               {"edge", edge_cases}};
+  for (const auto& [name, check] : checks) {
+    if (scenario != "all" && scenario != name) continue;
+    check(world);
+  }
+  if (scenario != "all" && checks.count(scenario) == 0) {
+    std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+// Real jobs under sempirun: point-to-point semantics at 1..8 ranks, the examples, and failure
+// handling (a rank that exits, is killed, hangs; SIGINT to the launcher).
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "support/job_runner.hpp"
+
+namespace sempi::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+JobResult run(int ranks, const std::string& scenario, std::vector<std::string> extra = {},
+              std::chrono::seconds timeout = 240s) {
+  std::vector<std::string> argv = {SEMPIRUN_PATH, "-n", std::to_string(ranks)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(P2P_CHECK_PATH);
+  argv.push_back(scenario);
+  return run_job(argv, timeout);
+}
+
+class PointToPoint : public ::testing::TestWithParam<int> {};
+
+TEST_P(PointToPoint, AllChecksPass) {
+  const auto result = run(GetParam(), "all");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, PointToPoint, ::testing::Values(1, 2, 3, 4, 7, 8));
+
+TEST(Examples, RingAndPiRunOnFourRanks) {
+  auto ring = run_job({SEMPIRUN_PATH, "-n", "4", RING_PATH}, 120s);
+  EXPECT_EQ(ring.exit_code, 0) << ring.output;
+  EXPECT_NE(ring.output.find("token 18 (expected 18)"), std::string::npos) << ring.output;
+  auto pi = run_job({SEMPIRUN_PATH, "-n", "4", PI_PATH, "100000"}, 120s);
+  EXPECT_EQ(pi.exit_code, 0) << pi.output;
+  EXPECT_NE(pi.output.find("pi: 3.14159"), std::string::npos) << pi.output;
+}
+
+TEST(Examples, RunWithoutLauncherAsSingleton) {
+  auto ring = run_job({RING_PATH}, 60s);
+  EXPECT_EQ(ring.exit_code, 0) << ring.output;
+  auto check = run_job({P2P_CHECK_PATH, "edge"}, 60s);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
+TEST(Failure, RankExitingWithStatus3EndsTheJobWithStatus3) {
+  const auto result = run(4, "exit3", {}, 120s);
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("rank 3"), std::string::npos) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+TEST(Failure, RankKilledBySigkillEndsTheJob) {
+  const auto result = run(3, "sigkill", {}, 120s);
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << result.output;
+  EXPECT_NE(result.output.find("rank 2"), std::string::npos) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+TEST(Failure, HangingRankIsEndedByTimeout) {
+  const auto result = run(3, "hang", {"--timeout", "3"}, 120s);
+  EXPECT_EQ(result.exit_code, 124) << result.output;
+  EXPECT_NE(result.output.find("timeout"), std::string::npos) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+TEST(Failure, SigintToTheLauncherTearsTheJobDown) {
+  const auto result = run_job({SEMPIRUN_PATH, "-n", "3", P2P_CHECK_PATH, "sleep"}, 120s,
+                              [](pid_t pid) {
+                                // Give the ranks time to start; then interrupt as Ctrl-C would.
+                                std::this_thread::sleep_for(1s);
+                                ::kill(pid, SIGINT);
+                              });
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+}  // namespace
+}  // namespace sempi::test

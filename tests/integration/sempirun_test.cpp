@@ -1,0 +1,605 @@
+// End-to-end tests of the real `sempirun` binary: real processes, real exit statuses, real
+// signals. Ranks are `sh -c` scripts or the enroll_probe program (bootstrap protocol by hand).
+//
+// Synchronisation is by output, never by sleeping: a test that must act while ranks run waits
+// for the ranks' "ready" lines. Every run has a hard deadline after which the test fails.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/hex.hpp"
+#include "policy/policy_document.hpp"
+
+#ifndef SEMPIRUN_PATH
+#error "SEMPIRUN_PATH must be defined by the build"
+#endif
+#ifndef ENROLL_PROBE_PATH
+#error "ENROLL_PROBE_PATH must be defined by the build"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Bound on any single sempirun run; far above what any test needs, even on a loaded machine.
+constexpr auto kRunDeadline = 45s;
+// A job torn down after a failure must end well before its ranks' `sleep 60`.
+constexpr auto kPromptly = 15s;
+
+struct RunResult {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out;
+  std::string err;
+  Clock::duration elapsed{};
+};
+
+struct RunOptions {
+  std::vector<std::string> env;  // extra NAME=VALUE for sempirun itself
+  // Called whenever stdout grows; may signal sempirun (its pid is passed).
+  std::function<void(pid_t, const std::string& out)> on_output;
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& options = {}) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return {};
+  }
+  std::vector<std::string> argv_storage = {SEMPIRUN_PATH};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  env_storage.insert(env_storage.end(), options.env.begin(), options.env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+
+  RunResult result;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_pipes = 2;
+  const auto deadline = start + kRunDeadline;
+  bool timed_out = false;
+  while (open_pipes > 0) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= 0ms) {
+      timed_out = true;
+      break;
+    }
+    const int rc = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[65536];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? result.out : result.err).append(buf, static_cast<std::size_t>(n));
+        if (i == 0 && options.on_output) options.on_output(pid, result.out);
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  if (timed_out) {
+    ::kill(pid, SIGKILL);
+    ADD_FAILURE() << "sempirun did not finish within the deadline; stderr so far:\n" << result.err;
+  }
+  for (auto& p : fds) {
+    if (p.fd >= 0) ::close(p.fd);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.elapsed = Clock::now() - start;
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string describe(const RunResult& r) {
+  return "status " + std::to_string(r.status) + "\n--- stdout:\n" + r.out + "--- stderr:\n" + r.err;
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sempirun-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Alive and not a zombie (a killed grandchild is reaped by init, maybe a moment later).
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+// Reads the pids the ranks wrote and checks that none of them is still alive.
+void expect_all_gone(const fs::path& dir, int expected) {
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.path().filename().string().starts_with("pid.")) continue;
+    std::ifstream in(entry.path());
+    pid_t pid = 0;
+    in >> pid;
+    ASSERT_GT(pid, 0) << entry.path();
+    ++seen;
+    EXPECT_FALSE(alive(pid)) << "rank process " << pid << " outlived sempirun";
+  }
+  EXPECT_EQ(seen, expected);
+}
+
+// Sends `signo` once stdout holds `count` lines saying "ready".
+std::function<void(pid_t, const std::string&)> signal_when_ready(int count, int signo) {
+  return [count, signo, sent = false](pid_t pid, const std::string& out) mutable {
+    const auto lines = lines_of(out);
+    if (!sent && std::count(lines.begin(), lines.end(), "ready") >= count) {
+      sent = true;
+      ::kill(pid, signo);
+    }
+  };
+}
+
+// --- plain programs ---------------------------------------------------------------------------
+
+TEST(Sempirun, RunsEveryRankWithItsEnvironment) {
+  const auto r = run_sempirun(
+      {"-n", "3", "sh", "-c",
+       "echo \"$SEMPI_RANK $SEMPI_SIZE $SEMPI_JOB_ID $SEMPI_LOCAL_RANK $SEMPI_LOCAL_SIZE "
+       "$SEMPI_BOOTSTRAP_FD\""});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << describe(r);
+  std::set<std::string> ranks;
+  std::set<std::string> jobs;
+  const std::regex pattern("([0-9]+) 3 ([0-9a-f]{32}) ([0-9]+) 3 3");
+  for (const auto& line : lines) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, pattern)) << line;
+    EXPECT_EQ(m[1], m[3]) << "local rank equals rank on one host";
+    ranks.insert(m[1]);
+    jobs.insert(m[2]);
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(jobs.size(), 1u) << "one job id for all ranks";
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Sempirun, DifferentJobsGetDifferentIds) {
+  const auto a = run_sempirun({"sh", "-c", "echo $SEMPI_JOB_ID"});
+  const auto b = run_sempirun({"sh", "-c", "echo $SEMPI_JOB_ID"});
+  ASSERT_EQ(a.status, 0);
+  ASSERT_EQ(b.status, 0);
+  EXPECT_NE(a.out, b.out);
+}
+
+TEST(Sempirun, ProgramThatNeverEnrollsJustRuns) {
+  const auto r = run_sempirun({"-n", "2", "true"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Sempirun, RanksGetOnlyTheirOwnDescriptors) {
+  // fds 0-3 and the one `ls` opens to list them; nothing from the launcher or other ranks.
+  const auto r = run_sempirun({"-n", "3", "sh", "-c", "ls /proc/self/fd | tr '\\n' ' '; echo"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (const auto& line : lines_of(r.out)) EXPECT_EQ(line, "0 1 2 3 4 ") << describe(r);
+}
+
+TEST(Sempirun, StdinIsDevNull) {
+  const auto r = run_sempirun({"sh", "-c", "readlink /proc/self/fd/0"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "/dev/null\n");
+}
+
+TEST(Sempirun, ArgumentsPassUntouched) {
+  const auto r = run_sempirun({"-n", "1", "--", "sh", "-c", "printf '<%s>' \"$@\"; echo", "sh",
+                               "-n", "5", "--help", "a b", ""});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "<-n><5><--help><a b><>\n");
+}
+
+TEST(Sempirun, TagOutput) {
+  const auto r = run_sempirun({"-n", "2", "--tag-output", "sh", "-c",
+                               "echo out $SEMPI_RANK; echo err $SEMPI_RANK >&2; printf tail"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto out = lines_of(r.out);
+  auto err = lines_of(r.err);
+  std::sort(out.begin(), out.end());
+  std::sort(err.begin(), err.end());
+  EXPECT_EQ(out, (std::vector<std::string>{"[rank 0] out 0", "[rank 0] tail", "[rank 1] out 1",
+                                           "[rank 1] tail"}));
+  EXPECT_EQ(err, (std::vector<std::string>{"[rank 0] err 0", "[rank 1] err 1"}));
+}
+
+TEST(Sempirun, SingleRankOutputIsByteExact) {
+  const auto r = run_sempirun({"sh", "-c", "printf 'a\\nb'"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "a\nb");
+}
+
+TEST(Sempirun, ForwardsAndSetsEnvironmentVariables) {
+  const auto r =
+      run_sempirun({"-n", "2", "-x", "SEMPIRUN_TEST_FWD", "-x", "SEMPIRUN_TEST_SET=x=y", "-x",
+                    "SEMPIRUN_TEST_OVER=1", "-x", "SEMPIRUN_TEST_OVER=2", "sh", "-c",
+                    "echo \"$SEMPIRUN_TEST_FWD|$SEMPIRUN_TEST_SET|$SEMPIRUN_TEST_OVER\""},
+                   {.env = {"SEMPIRUN_TEST_FWD=forwarded value"}, .on_output = {}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(lines_of(r.out),
+            (std::vector<std::string>{"forwarded value|x=y|2", "forwarded value|x=y|2"}));
+}
+
+TEST(Sempirun, ForwardingAnUnsetVariableWarns) {
+  const auto r = run_sempirun({"-x", "SEMPIRUN_TEST_SURELY_UNSET", "sh", "-c",
+                               "echo \"${SEMPIRUN_TEST_SURELY_UNSET-unset}\""});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "unset\n");
+  EXPECT_TRUE(contains(r.err, "sempirun: warning: -x SEMPIRUN_TEST_SURELY_UNSET: not set"))
+      << describe(r);
+}
+
+TEST(Sempirun, InheritedSempiVariablesAreReplaced) {
+  const auto r = run_sempirun({"sh", "-c", "echo $SEMPI_RANK $SEMPI_SIZE"},
+                              {.env = {"SEMPI_RANK=77", "SEMPI_SIZE=99"}, .on_output = {}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "0 1\n");
+}
+
+TEST(Sempirun, ConcurrentOutputStaysInWholeLines) {
+  // 4 ranks x 3000 lines of ~200 bytes, on stdout and stderr at once: pipe reads split lines
+  // constantly, yet every forwarded line must be complete and in per-rank order.
+  const std::string script =
+      "pad=$(printf '%0180d' 0); i=0; while [ $i -lt 3000 ]; do "
+      "echo \"rank $SEMPI_RANK line $i $pad end\"; "
+      "if [ $((i % 10)) -eq 0 ]; then echo \"err $SEMPI_RANK $i $pad end\" >&2; fi; "
+      "i=$((i+1)); done";
+  const auto r = run_sempirun({"-n", "4", "sh", "-c", script});
+  ASSERT_EQ(r.status, 0) << r.err.substr(0, 2000);
+  const std::string pad(180, '0');
+  const std::regex out_line("rank ([0-3]) line ([0-9]+) " + pad + " end");
+  std::map<int, int> next;
+  const auto out = lines_of(r.out);
+  ASSERT_EQ(out.size(), 12000u);
+  for (const auto& line : out) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, out_line)) << "mixed line: " << line.substr(0, 300);
+    const int rank = std::stoi(m[1]);
+    EXPECT_EQ(std::stoi(m[2]), next[rank]++) << "rank " << rank << " lines out of order";
+  }
+  const std::regex err_line("err ([0-3]) ([0-9]+) " + pad + " end");
+  const auto err = lines_of(r.err);
+  ASSERT_EQ(err.size(), 1200u);
+  for (const auto& line : err) {
+    ASSERT_TRUE(std::regex_match(line, err_line)) << "mixed line: " << line.substr(0, 300);
+  }
+}
+
+// --- failures -----------------------------------------------------------------------------------
+
+TEST(Sempirun, FailingRankEndsTheJobPromptly) {
+  const auto r = run_sempirun(
+      {"-n", "3", "sh", "-c", "if [ $SEMPI_RANK = 1 ]; then exit 3; fi; exec sleep 60"});
+  EXPECT_EQ(r.status, 3) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited with status 3\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(Sempirun, KilledRankReportsSignal) {
+  const auto r = run_sempirun(
+      {"-n", "2", "sh", "-c", "if [ $SEMPI_RANK = 1 ]; then kill -9 $$; fi; exec sleep 60"});
+  EXPECT_EQ(r.status, 137) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 was killed by signal 9 (Killed)\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(Sempirun, FirstFailureWins) {
+  // Rank 2 fails at once; rank 0 fails only after the teardown began (SIGTERM -> 143).
+  const auto r = run_sempirun(
+      {"-n", "3", "sh", "-c", "if [ $SEMPI_RANK = 2 ]; then exit 5; fi; exec sleep 60"});
+  EXPECT_EQ(r.status, 5) << describe(r);
+  EXPECT_TRUE(contains(r.err, "rank 2 exited with status 5")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "rank 0")) << describe(r);
+}
+
+TEST(Sempirun, ChildrenOfRanksDoNotSurviveTeardown) {
+  // The rank's shell forks `sleep` (no exec): SIGTERM must reach the whole process group, or
+  // the orphaned sleep would hold the output pipe open for 60 s. Rank 1 fails only once rank 0
+  // has recorded the sleep's pid (a FIFO orders them, no timing involved).
+  TempDir dir;
+  const auto fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = run_sempirun({"-n", "2", "sh", "-c",
+                               "if [ $SEMPI_RANK = 1 ]; then read x < " + fifo.string() +
+                                   "; exit 4; fi; "
+                                   "sleep 60 & echo $! > " +
+                                   (dir.path() / "pid.0").string() + "; echo go > " +
+                                   fifo.string() + "; wait"});
+  EXPECT_EQ(r.status, 4) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited with status 4\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+  expect_all_gone(dir.path(), 1);
+}
+
+TEST(Sempirun, TimeoutTearsDownTheJob) {
+  const auto r = run_sempirun({"-n", "2", "--timeout", "2", "sleep", "60"});
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: job exceeded --timeout 2 s; ranks still running: 0,1\n"))
+      << describe(r);
+  EXPECT_GE(seconds(r.elapsed), 2.0);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(Sempirun, TimeoutNotReachedIsSuccess) {
+  const auto r = run_sempirun({"-n", "2", "--timeout", "30", "true"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+}
+
+void expect_interrupt(int signo, int expected_status) {
+  TempDir dir;
+  const auto r = run_sempirun(
+      {"-n", "3", "sh", "-c",
+       "echo $$ > " + dir.path().string() + "/pid.$SEMPI_RANK; echo ready; exec sleep 60"},
+      {.env = {}, .on_output = signal_when_ready(3, signo)});
+  EXPECT_EQ(r.status, expected_status) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: interrupted; terminating the job\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+  expect_all_gone(dir.path(), 3);
+}
+
+TEST(Sempirun, SigintTerminatesEveryRank) { expect_interrupt(SIGINT, 130); }
+
+TEST(Sempirun, SigtermTerminatesEveryRank) { expect_interrupt(SIGTERM, 143); }
+
+TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
+  TempDir dir;
+  const auto r = run_sempirun({"-n", "2", "sh", "-c",
+                               "trap '' TERM; echo $$ > " + dir.path().string() +
+                                   "/pid.$SEMPI_RANK; echo ready; while :; do sleep 1; done"},
+                              {.env = {}, .on_output = signal_when_ready(2, SIGINT)});
+  EXPECT_EQ(r.status, 130) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+  expect_all_gone(dir.path(), 2);
+}
+
+// --- usage errors -------------------------------------------------------------------------------
+
+struct UsageCase {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+class SempirunUsage : public testing::TestWithParam<UsageCase> {};
+
+TEST_P(SempirunUsage, ExitsTwoWithAClearMessage) {
+  const auto r = run_sempirun(GetParam().args);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(r.err.starts_with("sempirun: error: ")) << describe(r);
+  EXPECT_TRUE(contains(r.err, GetParam().message)) << describe(r);
+  EXPECT_EQ(r.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadCommandLines, SempirunUsage,
+    testing::Values(UsageCase{{}, "no program given"}, UsageCase{{"-n", "2"}, "no program given"},
+                    UsageCase{{"-n", "0", "true"}, "-n must be between 1 and 4096"},
+                    UsageCase{{"-n", "abc", "true"}, "-n must be an integer"},
+                    UsageCase{{"-n", "5000", "true"}, "-n must be between 1 and 4096"},
+                    UsageCase{{"--bogus", "true"}, "unknown option '--bogus'"},
+                    UsageCase{{"--timeout", "0", "true"}, "--timeout must be between"},
+                    UsageCase{{"--timeout", "soon", "true"}, "--timeout must be an integer"},
+                    UsageCase{{"-x", "SEMPI_RANK=3", "true"}, "set by sempirun"},
+                    UsageCase{{"--policy", "/nonexistent/policy.json", "true"},
+                              "cannot read policy file /nonexistent/policy.json"},
+                    UsageCase{{"/nonexistent/program"},
+                              "cannot execute /nonexistent/program: No such file or directory"},
+                    UsageCase{{"-n", "3", "no-such-program-sempirun-test"},
+                              "cannot execute no-such-program-sempirun-test: No such file"}));
+
+TEST(Sempirun, InvalidPolicyFile) {
+  TempDir dir;
+  const auto path = dir.path() / "bad.json";
+  std::ofstream(path) << "{ \"version\": ";
+  const auto r = run_sempirun({"--policy", path.string(), "true"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: error: " + path.string() + ": invalid JSON"))
+      << describe(r);
+}
+
+TEST(Sempirun, ProgramWithoutExecutePermission) {
+  TempDir dir;
+  const auto path = dir.path() / "script.sh";
+  std::ofstream(path) << "#!/bin/sh\necho hi\n";
+  ::chmod(path.c_str(), 0644);
+  const auto r = run_sempirun({"-n", "2", path.string()});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "cannot execute " + path.string() + ": Permission denied"))
+      << describe(r);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(Sempirun, HelpAndVersion) {
+  const auto help = run_sempirun({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(contains(help.out, "usage: sempirun")) << help.out;
+  EXPECT_TRUE(contains(help.out, "124")) << "the timeout status is documented";
+  const auto version = run_sempirun({"--version"});
+  EXPECT_EQ(version.status, 0);
+  EXPECT_TRUE(version.out.starts_with("sempirun (sempi) ")) << version.out;
+}
+
+TEST(Sempirun, AuditDirIsCreatedPrivate) {
+  TempDir dir;
+  const auto audit = dir.path() / "audit";
+  const auto r = run_sempirun({"--audit-dir", audit.string(), "true"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  struct stat st {};
+  ASSERT_EQ(::stat(audit.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+// --- enrollment over the bootstrap protocol ------------------------------------------------------
+
+class SempirunEnroll : public testing::TestWithParam<int> {};
+
+TEST_P(SempirunEnroll, EveryRankEnrollsAndFinalizes) {
+  const int n = GetParam();
+  const auto r = run_sempirun({"-n", std::to_string(n), ENROLL_PROBE_PATH});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(n)) << describe(r);
+  std::sort(lines.begin(), lines.end());
+  const std::string digest = sempi::to_hex(sempi::policy::PolicyDocument::default_policy().digest);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_EQ(lines[static_cast<std::size_t>(rank)],
+              "rank " + std::to_string(rank) + " ok policy_digest=" + digest);
+  }
+  EXPECT_EQ(r.err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(RankCounts, SempirunEnroll, testing::Values(1, 3, 4, 7));
+
+TEST(SempirunEnrollment, PolicyFileIsBoundIntoCertificates) {
+  TempDir dir;
+  const auto path = dir.path() / "policy.json";
+  std::ofstream(path) << R"({"version": 1, "mode": "enforce", "groups": {"all": "*"}})";
+  const auto r = run_sempirun({"-n", "2", "--policy", path.string(), ENROLL_PROBE_PATH});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const std::string digest = sempi::to_hex(sempi::policy::PolicyDocument::load(path).digest);
+  for (const auto& line : lines_of(r.out)) {
+    EXPECT_TRUE(line.ends_with(" ok policy_digest=" + digest)) << line;
+  }
+}
+
+TEST(SempirunEnrollment, RankExitingWithoutFinalizeFailsTheJob) {
+  const auto r =
+      run_sempirun({"-n", "3", ENROLL_PROBE_PATH, "--mode", "no-finalize", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited without finalizing\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, EveryRankExitingWithoutFinalizeFailsTheJob) {
+  const auto r = run_sempirun({"-n", "1", ENROLL_PROBE_PATH, "--mode", "no-finalize"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 0 exited without finalizing\n")) << describe(r);
+}
+
+TEST(SempirunEnrollment, GarbageCsrIsRefusedAndAbortsTheJob) {
+  const auto r =
+      run_sempirun({"-n", "3", ENROLL_PROBE_PATH, "--mode", "garbage-csr", "--only-rank", "2"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 2 was refused enrollment: bad CSR")) << describe(r);
+  // The probe saw the refusal; the others saw the abort notice naming rank 2.
+  EXPECT_TRUE(contains(r.err, "enroll_probe rank 2: refused: ")) << describe(r);
+  EXPECT_TRUE(contains(r.err, "job aborted: rank 2 was refused enrollment")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, DuplicateEnrollIsRefused) {
+  const auto r = run_sempirun({"-n", "1", ENROLL_PROBE_PATH, "--mode", "duplicate-enroll"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(
+      contains(r.err, "sempirun: rank 0 was refused enrollment: rank 0 is already enrolled"))
+      << describe(r);
+}
+
+TEST(SempirunEnrollment, UnknownMessageTypeIsRefused) {
+  const auto r =
+      run_sempirun({"-n", "2", ENROLL_PROBE_PATH, "--mode", "unknown-message", "--only-rank", "0"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 0 sent an unknown bootstrap message type 'hello'\n"))
+      << describe(r);
+  EXPECT_TRUE(contains(r.err, "enroll_probe rank 0: refused: ")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, AbortFromARankSetsTheExitStatus) {
+  const auto r =
+      run_sempirun({"-n", "3", ENROLL_PROBE_PATH, "--mode", "abort", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 7) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 called abort (code 7): probe requested abort\n"))
+      << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, RankExitingWithoutJoiningFailsTheJob) {
+  // Rank 1 exits 0 without enrolling, before or after rank 0 enrolls: either way the job
+  // cannot start and fails naming rank 1.
+  const auto r = run_sempirun(
+      {"-n", "2", ENROLL_PROBE_PATH, "--mode", "exit-before-enroll", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited without joining the job\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+}  // namespace

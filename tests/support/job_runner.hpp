@@ -1,0 +1,70 @@
+#pragma once
+// Runs a real job (sempirun and its ranks) as a child process, capturing stdout+stderr, bounded
+// by a timeout after which the whole process group is killed. For integration tests.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sempi::test {
+
+struct JobResult {
+  int exit_code = -1;  // as a shell reports it: 128+N for signal N
+  std::string output;
+  double seconds = 0;
+};
+
+/// Starts argv[0] with argv; `during` (if set) runs with the child's pid once it started.
+inline JobResult run_job(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                         const std::function<void(pid_t)>& during = nullptr) {
+  char path[] = "/tmp/sempi-job-XXXXXX";
+  const int out = ::mkstemp(path);
+  ::unlink(path);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::perror("execv");
+    ::_exit(127);
+  }
+  if (during) during(pid);
+  JobResult result;
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() - start > timeout) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      result.output = "[test harness: job killed after timeout]\n";
+      break;
+    }
+    // Polling the child's exit: the harness has nothing to synchronise with but the clock.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  ::lseek(out, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(out, buf, sizeof buf)) > 0) result.output.append(buf, static_cast<std::size_t>(n));
+  ::close(out);
+  return result;
+}
+
+}  // namespace sempi::test
