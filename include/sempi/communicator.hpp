@@ -76,6 +76,10 @@ class Communicator {
   void ssend(const std::vector<T>& data, int dest, int tag) const {
     ssend(data.data(), to_count(data.size()), dest, tag);
   }
+  template <Builtin T>
+  void ssend(const T& value, int dest, int tag) const {
+    ssend(&value, 1, dest, tag);
+  }
 
   template <Builtin T>
   Status recv(T* buf, int count, int source, int tag) const {

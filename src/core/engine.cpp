@@ -779,11 +779,18 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         }
         e.finish_receive(*request, world_rank_, header.tag, header.length);
       } else if (inflight_unexpected_) {
-        e.unexpected_.push_back(std::move(*inflight_unexpected_));
+        Unexpected message = std::move(*inflight_unexpected_);
         inflight_unexpected_.reset();
-        ++e.unexpected_generation_;
         e.account_unexpected(*this, static_cast<std::int64_t>(header.length));
-        e.notify_waiters();
+        // A receive posted while this payload was being read must get it: it is the earliest
+        // matching message, and a later one must not overtake it.
+        if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
+          e.deliver_unexpected_to(message, request);
+        } else {
+          e.unexpected_.push_back(std::move(message));
+          ++e.unexpected_generation_;
+          e.notify_waiters();
+        }
       }
       return {};
     }
