@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -148,6 +149,11 @@ class Communicator {
   /// Partitions by color, ordering each part by (key, old rank). Ranks passing
   /// color == UNDEFINED get a null communicator. Collective over this one.
   [[nodiscard]] Communicator split(int color, int key) const;
+
+  /// The communicator's name ("world", "self", "world.dup", ...). Policies refer to
+  /// communicators by name; set_name changes the name this rank uses (MPI_Comm_set_name).
+  [[nodiscard]] std::string name() const;
+  void set_name(const std::string& name) const;
 
   /// World rank of `rank` in this communicator.
   [[nodiscard]] int world_rank_of(int rank) const;

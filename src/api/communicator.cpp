@@ -65,7 +65,7 @@ Request start_send(const std::shared_ptr<detail::CommState>& state, const void* 
   check_tag(tag, false, operation);
   check_buffer(buf, bytes, operation);
   if (dest == PROC_NULL) return null_peer_request();
-  return Request(Runtime::get().engine().isend(comm, false, buf, bytes, dest, tag, synchronous));
+  return Request(Runtime::get().engine().isend(comm, detail::OpKind::p2p, buf, bytes, dest, tag, synchronous));
 }
 
 Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
@@ -82,6 +82,12 @@ Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
 
 int Communicator::rank() const { return checked(state_, "rank").rank; }
 int Communicator::size() const { return checked(state_, "size").size(); }
+
+std::string Communicator::name() const { return checked(state_, "name").name(); }
+
+void Communicator::set_name(const std::string& name) const {
+  checked(state_, "set_name").set_name(name);
+}
 
 int Communicator::world_rank_of(int rank) const {
   const auto& comm = checked(state_, "world_rank_of");
@@ -146,7 +152,8 @@ Status Communicator::probe(int source, int tag) const {
 
 Communicator Communicator::dup() const {
   checked(state_, "dup");
-  auto created = detail::split_communicator(Runtime::get().engine(), state_, 0, rank());
+  auto created = detail::split_communicator(Runtime::get().engine(), state_, 0, rank(),
+                                            state_->name() + ".dup");
   return Communicator(std::const_pointer_cast<detail::CommState>(created));
 }
 
@@ -156,7 +163,8 @@ Communicator Communicator::split(int color, int key) const {
     throw Error(ErrorClass::arg, "split: color must be non-negative or UNDEFINED, got " +
                                      std::to_string(color));
   }
-  auto created = detail::split_communicator(Runtime::get().engine(), state_, color, key);
+  auto created = detail::split_communicator(Runtime::get().engine(), state_, color, key,
+                                            state_->name() + ".split");
   return created ? Communicator(std::const_pointer_cast<detail::CommState>(created))
                  : Communicator();
 }

@@ -35,12 +35,12 @@ std::vector<Entry> allgather_entries(Engine& engine, const std::shared_ptr<const
     }
     std::vector<std::shared_ptr<RequestState>> sends;
     for (int r = 1; r < size; ++r) {
-      sends.push_back(engine.isend(*comm, true, table.data(), table_bytes, r,
+      sends.push_back(engine.isend(*comm, OpKind::comm_create, table.data(), table_bytes, r,
                                    internal_tag::kCommCreate, false));
     }
     for (auto& s : sends) check(engine, s);
   } else {
-    check(engine, engine.isend(*comm, true, &mine, sizeof(Entry), 0, internal_tag::kCommCreate,
+    check(engine, engine.isend(*comm, OpKind::comm_create, &mine, sizeof(Entry), 0, internal_tag::kCommCreate,
                                false));
     check(engine, engine.irecv(comm, true, table.data(), table_bytes, 0,
                                internal_tag::kCommCreate));
@@ -52,7 +52,8 @@ std::vector<Entry> allgather_entries(Engine& engine, const std::shared_ptr<const
 
 std::shared_ptr<const CommState> split_communicator(Engine& engine,
                                                     const std::shared_ptr<const CommState>& parent,
-                                                    int color, int key) {
+                                                    int color, int key,
+                                                    const std::string& name) {
   const Entry mine{color, key, static_cast<std::int64_t>(engine.next_context())};
   const auto table = allgather_entries(engine, parent, mine);
 
@@ -80,7 +81,7 @@ std::shared_ptr<const CommState> split_communicator(Engine& engine,
   }
   const int me = parent->world_ranks[static_cast<std::size_t>(parent->rank)];
   return std::make_shared<const CommState>(static_cast<std::uint32_t>(context),
-                                           std::move(world_ranks), me, parent->name + ".split");
+                                           std::move(world_ranks), me, name);
 }
 
 }  // namespace sempi::detail

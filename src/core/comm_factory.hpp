@@ -4,6 +4,7 @@
 // member has used yet.
 
 #include <memory>
+#include <string>
 
 #include "core/comm_state.hpp"
 #include "core/engine.hpp"
@@ -11,9 +12,9 @@
 namespace sempi::detail {
 
 /// Collective over `parent`. Returns null for color == UNDEFINED. Throws sempi::Error if a
-/// member fails meanwhile.
+/// member fails meanwhile. `name` is the new communicator's initial name.
 std::shared_ptr<const CommState> split_communicator(Engine& engine,
                                                     const std::shared_ptr<const CommState>& parent,
-                                                    int color, int key);
+                                                    int color, int key, const std::string& name);
 
 }  // namespace sempi::detail

@@ -224,10 +224,11 @@ std::string Engine::abort_reason() const {
 
 // --- operations ------------------------------------------------------------------------------
 
-std::shared_ptr<RequestState> Engine::isend(const CommState& comm, bool collective,
-                                            const void* buf, std::size_t bytes, int dest, int tag,
+std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, const void* buf,
+                                            std::size_t bytes, int dest, int tag,
                                             bool synchronous) {
   const int world = comm.world_ranks[static_cast<std::size_t>(dest)];
+  const bool collective = op != OpKind::p2p;
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
   auto request = std::make_shared<RequestState>(RequestKind::send);
   std::lock_guard lock(mu_);
@@ -272,6 +273,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, bool collecti
   }
   FrameHeader header;
   header.context = context;
+  header.op = static_cast<std::uint16_t>(op);
   header.source = static_cast<std::uint32_t>(config_.world_rank);
   header.tag = tag;
   if (bytes <= config_.eager_limit) {
@@ -293,7 +295,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, bool collecti
     header.type = FrameType::rts;
     header.aux = bytes;
     const auto id = peer->channel_->enqueue(header, {}, nullptr);
-    peer->send_rendezvous_[id] = SendRendezvous{request, data, bytes, context, tag};
+    peer->send_rendezvous_[id] = SendRendezvous{request, data, bytes, context, tag, 0, header.op};
     request->pending_parts = 1;
   }
   flush_peer(*peer);
@@ -314,6 +316,7 @@ void Engine::send_rendezvous_data(Peer& peer, SendRendezvous& transfer) {
     header.context = transfer.context;
     header.source = static_cast<std::uint32_t>(config_.world_rank);
     header.tag = transfer.tag;
+    header.op = transfer.op;
     header.aux = transfer.rendezvous_id;
     if (i + 1 == count) header.flags = flags::kLast;
     auto request = transfer.request;

@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/collective_kind.hpp"
 #include "core/comm_state.hpp"
 #include "core/request_state.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -67,7 +68,9 @@ class Engine {
 
   // Operations. Arguments are validated by the caller (Communicator); these never throw for
   // conditions a peer causes: failures complete the request with an error instead.
-  std::shared_ptr<RequestState> isend(const CommState& comm, bool collective, const void* buf,
+  /// `op` is the operation kind carried in the frame (OpKind::p2p for point-to-point); any
+  /// other kind travels on the communicator's collective context.
+  std::shared_ptr<RequestState> isend(const CommState& comm, OpKind op, const void* buf,
                                       std::size_t bytes, int dest, int tag, bool synchronous);
   std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm,
                                       bool collective, void* buf, std::size_t capacity,
@@ -123,6 +126,7 @@ class Engine {
     std::uint32_t context = 0;
     int tag = 0;
     std::uint64_t rendezvous_id = 0;
+    std::uint16_t op = 0;
   };
 
   class Peer final : public transport::FrameSink {
