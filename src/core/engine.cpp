@@ -171,6 +171,13 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
       peer.said_goodbye_ ? who + " has finalized" : who + " failed: " + reason;
   if (!peer.said_goodbye_ && abort_reason_.empty()) {
     spdlog::warn("sempi[rank {}]: connection to {} lost: {}", config_.world_rank, who, reason);
+    // Tell the launcher first, so that if this rank fails as a consequence, the job's exit
+    // status names the rank that really failed.
+    if (bootstrap_fd_ >= 0) {
+      (void)launch::write_bootstrap_message(
+          bootstrap_fd_, {{"type", "peer_lost"}, {"peer", peer.world_rank_}, {"reason", reason}},
+          std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    }
   }
   auto fail = [&](const std::shared_ptr<RequestState>& request) {
     if (request) complete(*request, ErrorClass::peer_failed, message);

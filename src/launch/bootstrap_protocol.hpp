@@ -9,6 +9,8 @@
 //   {"type":"enroll", "csr":PEM, "endpoint":"HOST:PORT", "pid":N}
 //   {"type":"finalize"}                      reached finalize; wait for finalize_ok
 //   {"type":"abort", "code":N, "reason":S}   the application called abort
+//   {"type":"peer_lost", "peer":R, "reason":S}  the channel to rank R broke without a goodbye;
+//                                            if this rank fails next, R is the likely cause
 // launcher -> rank
 //   {"type":"welcome", "rank":R, "size":N, "job":HEX, "certificate":PEM, "ca":PEM,
 //    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank)}

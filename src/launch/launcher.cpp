@@ -43,6 +43,8 @@ constexpr std::chrono::milliseconds kAbortNoticeBudget{200};
 /// Wake up at least this often even without events, as a guard against a lost wake-up.
 constexpr std::chrono::milliseconds kMaxPollWait{1000};
 constexpr std::size_t kMaxReportedText = 512;
+/// How long a failure blamed on a lost peer waits for that peer's own exit status.
+constexpr std::chrono::seconds kBlameGrace{3};
 
 // --- output ---------------------------------------------------------------------------------
 
@@ -257,6 +259,8 @@ class Launcher::Job {
     OutputForwarder err;
     bool running = true;
     bool exited_unjoined = false;  // exited 0 before any rank enrolled
+    std::optional<std::uint32_t> lost_peer;  // first peer this rank reported as lost
+    std::optional<ExitStatus> deferred_failure;  // failure blamed on lost_peer, pending its exit
     // After a protocol error nothing more is read from the rank; the channel stays open so the
     // rank can still read our error reply and abort notice before it sees EOF.
     bool listening = true;
@@ -370,7 +374,8 @@ class Launcher::Job {
 
   int poll_timeout_ms(TimePoint now) const {
     TimePoint next = now + kMaxPollWait;
-    for (const auto& deadline : {job_deadline_, term_at_, kill_at_, drain_deadline_}) {
+    for (const auto& deadline :
+         {job_deadline_, term_at_, kill_at_, drain_deadline_, blame_deadline_}) {
       if (deadline) next = std::min(next, *deadline);
     }
     if (next <= now) return 0;
@@ -392,6 +397,15 @@ class Launcher::Job {
             "job exceeded --timeout " + std::to_string(options_.timeout->count()) + " s";
         report(what + "; ranks still running: " + still);
         cause(kExitTimeout, what, false);
+      }
+    }
+    if (blame_deadline_ && now >= *blame_deadline_) {
+      blame_deadline_.reset();
+      // The blamed peers did not exit in time: report the first deferred failure as it is.
+      for (std::uint32_t r = 0; r < ranks_.size() && !exit_status_; ++r) {
+        if (const auto& failure = ranks_[r]->deferred_failure) {
+          fail_rank(r, failure->describe(), failure->shell_status());
+        }
       }
     }
     if (term_at_ && now >= *term_at_) {
@@ -546,6 +560,16 @@ class Launcher::Job {
       handle_abort(r, message);
       return;
     }
+    if (type == "peer_lost") {
+      // The rank's connection to `peer` broke without a goodbye. If the rank now fails, that is
+      // a consequence: the job's cause is the peer (see on_exit).
+      if (const auto it = message.find("peer"); it != message.end() && it->is_number_unsigned() &&
+                                                 it->get<std::uint64_t>() < ranks_.size() &&
+                                                 !ranks_[r]->lost_peer) {
+        ranks_[r]->lost_peer = static_cast<std::uint32_t>(it->get<std::uint64_t>());
+      }
+      return;
+    }
     if (exit_status_) return;  // tearing down: no more certificates, no more fences
     if (type == "enroll") {
       if (const auto refused = enrollment_->enroll(r, message)) {
@@ -620,6 +644,13 @@ class Launcher::Job {
     if (exit_status_) return;
 
     if (!status.success()) {
+      // A rank that failed because a peer vanished is not the cause: wait (briefly) for the
+      // peer's own exit status, which is what the user needs to see.
+      if (rank.lost_peer && ranks_[*rank.lost_peer]->running) {
+        rank.deferred_failure = status;
+        if (!blame_deadline_) blame_deadline_ = Clock::now() + kBlameGrace;
+        return;
+      }
       fail_rank(r, status.describe(), status.shell_status());
     } else if (enrollment_->is_enrolled(r)) {
       if (!enrollment_->is_finalized(r)) fail_rank(r, "exited without finalizing", 1);
@@ -649,6 +680,7 @@ class Launcher::Job {
   std::optional<TimePoint> term_at_;
   std::optional<TimePoint> kill_at_;
   std::optional<TimePoint> drain_deadline_;
+  std::optional<TimePoint> blame_deadline_;
 };
 
 Launcher::Launcher(LaunchOptions options, policy::PolicyDocument policy)
