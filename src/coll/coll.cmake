@@ -1,0 +1,1 @@
+# Collective algorithms: owned by the collectives work (see src/coll/).
