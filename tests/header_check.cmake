@@ -1,0 +1,13 @@
+# Every public header compiles on its own: one translation unit per header, including only it.
+file(GLOB sempi_public_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/sempi/*.hpp)
+set(header_check_sources)
+foreach(header ${sempi_public_headers})
+  get_filename_component(name ${header} NAME_WE)
+  set(tu ${CMAKE_CURRENT_BINARY_DIR}/header_check/${name}.cpp)
+  file(WRITE ${tu}.in "#include \"sempi/${name}.hpp\"\n")
+  configure_file(${tu}.in ${tu} COPYONLY)
+  list(APPEND header_check_sources ${tu})
+endforeach()
+add_library(sempi_header_check OBJECT ${header_check_sources})
+target_include_directories(sempi_header_check PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(sempi_header_check PRIVATE sempi_project_options)
