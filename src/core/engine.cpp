@@ -25,6 +25,11 @@ constexpr std::uint64_t kRendezvousEntryCost = 256;
 constexpr std::size_t kFramesPerRound = 64;
 constexpr std::size_t kMaxAbortReason = 4096;
 
+// memcpy with a null pointer is undefined even for zero bytes (zero-count receives may pass null).
+void copy_bytes(void* dst, const void* src, std::size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -201,8 +206,9 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   // Complete eager messages already received stay receivable; rendezvous ones cannot finish.
   unexpected_.remove_if(
       [&](const Unexpected& m) { return m.source == peer.world_rank_ && m.rendezvous; });
-  // Closing the channel completes its queued sends with the channel's error.
-  peer.channel_.reset();
+  // The channel may be on the call stack (a frame handler failed it): close it after this
+  // progress round. Closing completes its queued sends with the channel's error.
+  if (peer.channel_) closed_channels_.push_back(std::move(peer.channel_));
   notify_waiters();
 }
 
@@ -247,7 +253,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
 
   if (world == config_.world_rank) {  // to self: matched in memory
     if (auto posted = take_posted(context, world, tag)) {
-      std::memcpy(posted->buffer, data, std::min(bytes, posted->capacity));
+      copy_bytes(posted->buffer, data, std::min(bytes, posted->capacity));
       finish_receive(*posted, world, tag, bytes);
       complete(*request);
       return request;
@@ -359,7 +365,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
     start_receive_rendezvous(*peer, message.rendezvous_id, message.bytes, message.tag, request);
     return;
   }
-  std::memcpy(request->buffer, message.data.data(),
+  copy_bytes(request->buffer, message.data.data(),
               std::min<std::size_t>(message.data.size(), request->capacity));
   if (peer != nullptr) account_unexpected(*peer, -static_cast<std::int64_t>(message.bytes));
   if (message.synchronous) {
@@ -597,6 +603,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     std::uint64_t value = 0;
     [[maybe_unused]] const auto n = ::read(wake_fd_.get(), &value, sizeof value);
   }
+  closed_channels_.clear();  // no channel method is on the stack here
 }
 
 void Engine::handle_bootstrap_message(const nlohmann::json& message) {
@@ -783,7 +790,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       if (inflight_recv_) {
         auto request = std::move(inflight_recv_);
         inflight_recv_.reset();
-        if (using_scratch_) std::memcpy(request->buffer, scratch_.data(), inflight_copy_bytes_);
+        if (using_scratch_) copy_bytes(request->buffer, scratch_.data(), inflight_copy_bytes_);
         if ((header.flags & flags::kSynchronous) != 0) {
           e.send_control(*this, FrameType::sync_ack, header.aux);
         }
@@ -841,7 +848,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       if (it == recv_rendezvous_.end()) return errc::frame_unexpected;
       auto& transfer = it->second;
       if (using_scratch_ && inflight_copy_bytes_ > 0) {
-        std::memcpy(static_cast<std::uint8_t*>(transfer.request->buffer) + inflight_copy_offset_,
+        copy_bytes(static_cast<std::uint8_t*>(transfer.request->buffer) + inflight_copy_offset_,
                     scratch_.data(), inflight_copy_bytes_);
       }
       transfer.received += header.length;

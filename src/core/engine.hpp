@@ -197,6 +197,7 @@ class Engine {
   std::mutex progress_token_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Peer>> peers_;  // index: world rank; null for self
+  std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
   std::list<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;

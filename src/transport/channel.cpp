@@ -384,7 +384,8 @@ bool Channel::has_buffered_input() const { return SSL_has_pending(ssl_.get()) ==
 std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {
   if (failed()) return failure_.code;
   std::size_t delivered = 0;
-  while (delivered < max_frames) {
+  // A frame handler may fail the channel (e.g. a reply could not be sent): stop reading then.
+  while (delivered < max_frames && !failed()) {
     if (!in_payload_phase_) {
       const long n = read_some(in_header_.data() + in_header_got_,
                                kFrameHeaderSize - in_header_got_);
@@ -425,7 +426,7 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
       return fail(ec, std::string("frame ") + frame_type_name(in_frame_.type) + " rejected");
     }
   }
-  return {};
+  return failure_.code;
 }
 
 std::error_code Channel::send_frame(const FrameHeader& header,
