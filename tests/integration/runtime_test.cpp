@@ -30,6 +30,11 @@ TEST_P(PointToPoint, AllChecksPass) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PointToPoint, ::testing::Values(1, 2, 3, 4, 7, 8));
 
+TEST(PointToPointLimits, UnexpectedDataStaysWithinThePerPeerBudget) {
+  const auto result = run(3, "backpressure", {"-x", "SEMPI_MAX_UNEXPECTED_BYTES=4194304"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
 TEST(Examples, RingAndPiRunOnFourRanks) {
   auto ring = run_job({SEMPIRUN_PATH, "-n", "4", RING_PATH}, 120s);
   EXPECT_EQ(ring.exit_code, 0) << ring.output;

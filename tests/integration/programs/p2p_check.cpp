@@ -1,6 +1,7 @@
 // A rank program that checks point-to-point semantics for real, under sempirun.
 // Usage: p2p_check SCENARIO   (exit 0 = every check passed; a failed check prints and exits 1)
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -319,6 +320,47 @@ void check_environment(const sempi::Communicator& world) {
   CHECK(sempi::Environment::initialized());
 }
 
+// A sender far ahead of its receiver: unexpected data must stay bounded by the per-peer budget
+// (SEMPI_MAX_UNEXPECTED_BYTES, set small by the test), the rest waits in the sender (TCP
+// backpressure), and everything still arrives intact once the receiver catches up.
+void backpressure(const sempi::Communicator& world) {
+  const int rank = world.rank();
+  constexpr int kMessages = 1500;
+  constexpr int kInts = 8000;  // 32 KB: eager
+  if (world.size() < 3) return;
+  if (rank == 1) {
+    std::vector<std::vector<int>> out;
+    for (int i = 0; i < kMessages; ++i) out.emplace_back(kInts, i);
+    std::vector<sempi::Request> requests;
+    for (auto& m : out) requests.push_back(world.isend(m, 0, 21));
+    const int go = 1;
+    world.send(&go, 1, 2, 22);  // tell rank 0 (through rank 2) that everything is queued
+    sempi::Request::wait_all(requests);
+  } else if (rank == 2) {
+    int go = 0;
+    world.recv(go, 1, 22);
+    world.send(go, 0, 22);
+  } else if (rank == 0) {
+    int go = 0;
+    world.recv(go, 2, 22);
+    rusage before{};
+    ::getrusage(RUSAGE_SELF, &before);
+    // Drive progress for a while without receiving: this is when unexpected data piles up.
+    for (int i = 0; i < 3000; ++i) (void)world.iprobe(1, 99);
+    rusage after{};
+    ::getrusage(RUSAGE_SELF, &after);
+    const long grown_kb = after.ru_maxrss - before.ru_maxrss;
+    std::fprintf(stderr, "rank 0: peak RSS grew by %ld KiB while %d KiB were outstanding\n",
+                 grown_kb, kMessages * kInts * 4 / 1024);
+    CHECK(grown_kb < 24 * 1024);  // budget 4 MiB + frames in flight; 47 MiB were sent
+    std::vector<int> in(kInts);
+    for (int i = 0; i < kMessages; ++i) {
+      world.recv(in, 1, 21);
+      CHECK(in.front() == i && in.back() == i);
+    }
+  }
+}
+
 // --- failure scenarios: the victim misbehaves, the others wait on it -------------------------
 
 void victim_scenario(const sempi::Communicator& world, const std::string& how) {
@@ -359,9 +401,11 @@ int main(int argc, char** argv) {
       {"allpairs", all_pairs},            {"wildcards", wildcards},
       {"ordering", ordering},             {"probe", probe_and_sendrecv},
       {"split", split_and_dup},           {"requests", many_requests},
-      {"threads", threads},               {"edge", edge_cases}};
+      {"threads", threads},               {"edge", edge_cases},
+      {"backpressure", backpressure}};
   for (const auto& [name, check] : checks) {
     if (scenario != "all" && scenario != name) continue;
+    if (scenario == "all" && name == "backpressure") continue;  // needs a small budget: own test
     check(world);
   }
   if (scenario != "all" && checks.count(scenario) == 0) {
