@@ -25,6 +25,7 @@
 
 #include "sempi/constants.hpp"
 #include "sempi/datatype.hpp"
+#include "sempi/op.hpp"
 #include "sempi/request.hpp"
 #include "sempi/status.hpp"
 
@@ -143,6 +144,212 @@ class Communicator {
   /// The status of a matching message if one is available now.
   std::optional<Status> iprobe(int source, int tag) const;
 
+  // --- collectives ------------------------------------------------------------------------
+  // Every member of the communicator must call the same collectives in the same order (as in
+  // MPI); the algorithm (see src/coll/) is chosen from the message size and communicator size
+  // with thresholds read from SEMPI_COLL_* environment variables, which must therefore be the
+  // same on every rank. Collective traffic is tagged with its operation kind and travels on the
+  // communicator's collective context: it never matches point-to-point receives.
+  //
+  // Errors (sempi::Error): comm (null communicator), root (root out of range), count (negative
+  // count), buffer (null buffer with data, or IN_PLACE where MPI does not allow it), op (the
+  // operation is not defined on the type), arg (v-variant spans of the wrong length, or a
+  // reduce_scatter count list that does not match). Failures of the communication itself
+  // (peer failed, policy denial, mismatched sizes between ranks -> truncate) are thrown by the
+  // blocking call or by Request::wait()/test() of the nonblocking ones.
+  //
+  // Thread safety: as for point-to-point, but collectives on ONE communicator must be issued in
+  // the same order on every rank, so concurrent threads must not start collectives on the same
+  // communicator at the same time (use dup() per thread). Nonblocking collectives progress when
+  // their Request is waited on or tested; the buffers belong to the operation until then.
+  //
+  // Byte-level forms (type-erased, for the mpi.h layer): sizes and displacements in bytes.
+  // IN_PLACE is accepted where noted.
+
+  /// Blocks until every member has entered the barrier (dissemination algorithm).
+  void barrier() const;
+  /// Nonblocking barrier (MPI_Ibarrier).
+  Request ibarrier() const;
+
+  /// Broadcasts `bytes` bytes from `root` into `buf` on every rank (MPI_Bcast).
+  void bcast_bytes(void* buf, std::size_t bytes, int root) const;
+  /// Nonblocking bcast_bytes (MPI_Ibcast).
+  Request ibcast_bytes(void* buf, std::size_t bytes, int root) const;
+  /// Root sends block r (`bytes` bytes at send + r*bytes) to rank r (MPI_Scatter). `send` is
+  /// read only at the root; `recv` may be IN_PLACE at the root (its block stays in `send`).
+  void scatter_bytes(const void* send, void* recv, std::size_t bytes, int root) const;
+  /// Variable blocks: rank r gets send_bytes[r] bytes from send + send_displs[r] (spans of
+  /// size() entries, read only at the root); `recv_bytes` must equal send_bytes[rank].
+  void scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                      std::span<const std::size_t> send_displs, void* recv,
+                      std::size_t recv_bytes, int root) const;
+  /// Root receives rank r's `bytes` bytes at recv + r*bytes (MPI_Gather). `send` may be
+  /// IN_PLACE at the root (its block is already in place); `recv` is used only at the root.
+  void gather_bytes(const void* send, std::size_t bytes, void* recv, int root) const;
+  /// Variable blocks: rank r's send_bytes arrive at recv + recv_displs[r] (recv_bytes[r] bytes).
+  void gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                     std::span<const std::size_t> recv_bytes,
+                     std::span<const std::size_t> recv_displs, int root) const;
+  /// Every rank receives every rank's `bytes` bytes at recv + r*bytes (MPI_Allgather).
+  /// `send` may be IN_PLACE (this rank's block is taken from recv).
+  void allgather_bytes(const void* send, std::size_t bytes, void* recv) const;
+  void allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                        std::span<const std::size_t> recv_bytes,
+                        std::span<const std::size_t> recv_displs) const;
+  /// Block r of `send` (bytes at send + r*bytes) goes to rank r, arriving at recv + me*bytes
+  /// (MPI_Alltoall). `send` may be IN_PLACE (data taken from and replaced in recv).
+  void alltoall_bytes(const void* send, std::size_t bytes, void* recv) const;
+  void alltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                       std::span<const std::size_t> send_displs, void* recv,
+                       std::span<const std::size_t> recv_bytes,
+                       std::span<const std::size_t> recv_displs) const;
+
+  /// Reductions over `count` elements of `type` with `op`. `send` may be IN_PLACE (input taken
+  /// from recv; for reduce only at the root). For reduce, `recv` is used only at the root.
+  void reduce_raw(const void* send, void* recv, int count, const ElementType& type, const Op& op,
+                  int root) const;
+  void allreduce_raw(const void* send, void* recv, int count, const ElementType& type,
+                     const Op& op) const;
+  /// Nonblocking allreduce_raw (MPI_Iallreduce); the Op is copied.
+  Request iallreduce_raw(const void* send, void* recv, int count, const ElementType& type,
+                         const Op& op) const;
+  /// Reduces size()*recv_count elements; rank r gets block r (MPI_Reduce_scatter_block). With
+  /// IN_PLACE the input is the full vector in recv and the result is its first block.
+  void reduce_scatter_block_raw(const void* send, void* recv, int recv_count,
+                                const ElementType& type, const Op& op) const;
+  /// Rank r gets recv_counts[r] elements (MPI_Reduce_scatter; recv_counts has size() entries).
+  void reduce_scatter_raw(const void* send, void* recv, std::span<const int> recv_counts,
+                          const ElementType& type, const Op& op) const;
+  /// Inclusive prefix reduction over ranks 0..rank (MPI_Scan).
+  void scan_raw(const void* send, void* recv, int count, const ElementType& type,
+                const Op& op) const;
+  /// Exclusive prefix reduction over ranks 0..rank-1 (MPI_Exscan); recv is untouched on rank 0.
+  void exscan_raw(const void* send, void* recv, int count, const ElementType& type,
+                  const Op& op) const;
+
+  // Typed forms. `send` parameters accept IN_PLACE (they do not take part in deducing T).
+  template <Element T>
+  void bcast(T* buf, int count, int root) const {
+    bcast_bytes(buf, detail::checked_bytes(buf, count, "bcast"), root);
+  }
+  /// Broadcasts the vector's current elements (every rank must have the same size).
+  template <Element T>
+  void bcast(std::vector<T>& data, int root) const {
+    bcast(data.data(), to_count(data.size()), root);
+  }
+  template <Element T>
+  void bcast(T& value, int root) const {
+    bcast(&value, 1, root);
+  }
+  template <Element T>
+  Request ibcast(T* buf, int count, int root) const {
+    return ibcast_bytes(buf, detail::checked_bytes(buf, count, "ibcast"), root);
+  }
+
+  /// `count` elements per rank.
+  template <Element T>
+  void scatter(const std::type_identity_t<T>* send, T* recv, int count, int root) const {
+    scatter_bytes(send, recv, element_bytes<T>(count, "scatter"), root);
+  }
+  template <Element T>
+  void scatterv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
+                std::span<const int> send_displs, T* recv, int recv_count, int root) const {
+    scatterv_bytes(send, to_bytes<T>(send_counts, "scatterv"), to_bytes<T>(send_displs, "scatterv"),
+                   recv, element_bytes<T>(recv_count, "scatterv"), root);
+  }
+  template <Element T>
+  void gather(const std::type_identity_t<T>* send, T* recv, int count, int root) const {
+    gather_bytes(send, element_bytes<T>(count, "gather"), recv, root);
+  }
+  template <Element T>
+  void gatherv(const std::type_identity_t<T>* send, int send_count, T* recv,
+               std::span<const int> recv_counts, std::span<const int> recv_displs,
+               int root) const {
+    gatherv_bytes(send, element_bytes<T>(send_count, "gatherv"), recv,
+                  to_bytes<T>(recv_counts, "gatherv"), to_bytes<T>(recv_displs, "gatherv"), root);
+  }
+  template <Element T>
+  void allgather(const std::type_identity_t<T>* send, T* recv, int count) const {
+    allgather_bytes(send, element_bytes<T>(count, "allgather"), recv);
+  }
+  /// One value from every rank, in rank order.
+  template <Element T>
+  [[nodiscard]] std::vector<T> allgather(const T& value) const {
+    std::vector<T> all(static_cast<std::size_t>(size()));
+    allgather(&value, all.data(), 1);
+    return all;
+  }
+  template <Element T>
+  void allgatherv(const std::type_identity_t<T>* send, int send_count, T* recv,
+                  std::span<const int> recv_counts, std::span<const int> recv_displs) const {
+    allgatherv_bytes(send, element_bytes<T>(send_count, "allgatherv"), recv,
+                     to_bytes<T>(recv_counts, "allgatherv"), to_bytes<T>(recv_displs, "allgatherv"));
+  }
+  template <Element T>
+  void alltoall(const std::type_identity_t<T>* send, T* recv, int count) const {
+    alltoall_bytes(send, element_bytes<T>(count, "alltoall"), recv);
+  }
+  template <Element T>
+  void alltoallv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
+                 std::span<const int> send_displs, T* recv, std::span<const int> recv_counts,
+                 std::span<const int> recv_displs) const {
+    alltoallv_bytes(send, to_bytes<T>(send_counts, "alltoallv"),
+                    to_bytes<T>(send_displs, "alltoallv"), recv,
+                    to_bytes<T>(recv_counts, "alltoallv"), to_bytes<T>(recv_displs, "alltoallv"));
+  }
+
+  template <Element T>
+  void reduce(const std::type_identity_t<T>* send, T* recv, int count, const Op& op,
+              int root) const {
+    reduce_raw(send, recv, count, datatype_traits<T>::type, op, root);
+  }
+  /// The reduction of every rank's `value`; meaningful only at the root.
+  template <Element T>
+  [[nodiscard]] T reduce(const T& value, const Op& op, int root) const {
+    T result = value;
+    reduce(&value, &result, 1, op, root);
+    return result;
+  }
+  template <Element T>
+  void allreduce(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
+    allreduce_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  [[nodiscard]] T allreduce(const T& value, const Op& op) const {
+    T result = value;
+    allreduce(&value, &result, 1, op);
+    return result;
+  }
+  /// In place on the vector's elements.
+  template <Element T>
+  void allreduce(std::vector<T>& data, const Op& op) const {
+    allreduce<T>(IN_PLACE, data.data(), to_count(data.size()), op);
+  }
+  template <Element T>
+  Request iallreduce(const std::type_identity_t<T>* send, T* recv, int count,
+                     const Op& op) const {
+    return iallreduce_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  void reduce_scatter_block(const std::type_identity_t<T>* send, T* recv, int recv_count,
+                            const Op& op) const {
+    reduce_scatter_block_raw(send, recv, recv_count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  void reduce_scatter(const std::type_identity_t<T>* send, T* recv,
+                      std::span<const int> recv_counts, const Op& op) const {
+    reduce_scatter_raw(send, recv, recv_counts, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  void scan(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
+    scan_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  void exscan(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
+    exscan_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  // --- end of collectives -----------------------------------------------------------------
+
   // --- communicator management ------------------------------------------------------------
   /// A new communicator with the same group and a new context. Collective over this one.
   [[nodiscard]] Communicator dup() const;
@@ -165,6 +372,22 @@ class Communicator {
 
  private:
   static int to_count(std::size_t n);
+  // Collective helpers: element counts to byte counts, with the count check.
+  template <class T>
+  static std::size_t element_bytes(int count, const char* operation) {
+    if (count < 0) {
+      throw Error(ErrorClass::count,
+                  std::string(operation) + ": negative count " + std::to_string(count));
+    }
+    return static_cast<std::size_t>(count) * sizeof(T);
+  }
+  template <class T>
+  static std::vector<std::size_t> to_bytes(std::span<const int> counts, const char* operation) {
+    std::vector<std::size_t> bytes;
+    bytes.reserve(counts.size());
+    for (const int c : counts) bytes.push_back(element_bytes<T>(c, operation));
+    return bytes;
+  }
   std::shared_ptr<detail::CommState> state_;
 };
 

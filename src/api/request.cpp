@@ -1,5 +1,7 @@
 #include "sempi/request.hpp"
 
+#include <algorithm>
+
 #include "core/runtime.hpp"
 
 namespace sempi {
@@ -10,16 +12,46 @@ Status checked_status(const detail::RequestState& state) {
   return state.status;
 }
 
+// Schedule-driven requests (nonblocking collectives) advance only here: progress the
+// schedule, and block in the engine on whatever it waits for.
+bool driven_done(detail::RequestState& state) {
+  return state.done.load(std::memory_order_acquire) || state.driver->progress();
+}
+
+void wait_driven(detail::RequestState& state) {
+  auto& engine = detail::Runtime::get().engine();
+  std::vector<const detail::RequestState*> blockers;
+  while (!driven_done(state)) {
+    blockers.clear();
+    state.driver->blockers(blockers);
+    if (!blockers.empty()) engine.wait_any(blockers);
+  }
+}
+
 }  // namespace
 
 Status Request::wait() {
   if (!state_) return Status{};
-  if (!state_->done.load(std::memory_order_acquire)) detail::Runtime::get().engine().wait(*state_);
+  if (state_->driver) {
+    wait_driven(*state_);
+  } else if (!state_->done.load(std::memory_order_acquire)) {
+    detail::Runtime::get().engine().wait(*state_);
+  }
   return checked_status(*state_);
 }
 
 std::optional<Status> Request::test() {
   if (!state_) return Status{};
+  if (state_->driver) {
+    if (!driven_done(*state_)) {
+      // One round of engine progress, so polling test() in a loop moves the transfers.
+      std::vector<const detail::RequestState*> blockers;
+      state_->driver->blockers(blockers);
+      if (!blockers.empty()) detail::Runtime::get().engine().test(*blockers.front());
+      if (!driven_done(*state_)) return std::nullopt;
+    }
+    return checked_status(*state_);
+  }
   if (!state_->done.load(std::memory_order_acquire) &&
       !detail::Runtime::get().engine().test(*state_)) {
     return std::nullopt;
@@ -57,7 +89,32 @@ std::size_t Request::wait_any(std::span<Request> requests, Status* status) {
     }
   }
   if (pending.empty()) return requests.size();
-  const std::size_t which = index[detail::Runtime::get().engine().wait_any(pending)];
+  std::size_t which = requests.size();
+  const bool any_driven = std::any_of(requests.begin(), requests.end(), [](const Request& r) {
+    return r.state_ && r.state_->driver;
+  });
+  if (!any_driven) {
+    which = index[detail::Runtime::get().engine().wait_any(pending)];
+  } else {
+    // Advance the schedules, then block on the union of what everything waits for.
+    std::vector<const detail::RequestState*> blockers;
+    while (which == requests.size()) {
+      blockers.clear();
+      for (std::size_t i = 0; i < pending.size() && which == requests.size(); ++i) {
+        auto& state = *requests[index[i]].state_;
+        if (state.driver ? driven_done(state) : state.done.load(std::memory_order_acquire)) {
+          which = index[i];
+        } else if (state.driver) {
+          state.driver->blockers(blockers);
+        } else {
+          blockers.push_back(&state);
+        }
+      }
+      if (which == requests.size() && !blockers.empty()) {
+        detail::Runtime::get().engine().wait_any(blockers);
+      }
+    }
+  }
   Request done = std::move(requests[which]);
   requests[which] = Request();
   const Status s = done.wait();

@@ -6,14 +6,28 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sempi/status.hpp"
 
 namespace sempi::detail {
 
 struct CommState;
+struct RequestState;
 
-enum class RequestKind { send, recv };
+enum class RequestKind { send, recv, collective };
+
+/// Drives a request made of several engine operations: a nonblocking collective's schedule
+/// (src/coll/schedule.hpp). Only Request::wait/test/wait_any call it, on the waiting thread;
+/// the engine knows nothing about it (libNBC-style progress: a schedule moves when tested).
+class RequestDriver {
+ public:
+  virtual ~RequestDriver() = default;
+  /// Advances without blocking; true once the request is complete (`done` set, status final).
+  virtual bool progress() = 0;
+  /// Appends the engine requests whose completion would let progress() advance.
+  virtual void blockers(std::vector<const RequestState*>& out) const = 0;
+};
 
 struct RequestState {
   explicit RequestState(RequestKind k) : kind(k) {}
@@ -34,6 +48,9 @@ struct RequestState {
 
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;
+
+  // Collective (kind == collective): advanced by Request::wait/test, never by the engine.
+  std::shared_ptr<RequestDriver> driver;
 };
 
 }  // namespace sempi::detail

@@ -1,0 +1,202 @@
+#include "coll/schedule.hpp"
+
+#include <cstring>
+#include <exception>
+#include <mutex>
+
+#include "core/runtime.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::detail::coll {
+namespace {
+
+// Schedules whose collective failed while receives were still posted into their scratch
+// memory. A failed collective leaves the job broken (MPI semantics), so keeping them until the
+// process ends costs little and rules out the engine writing into freed memory.
+std::mutex g_retired_mu;
+std::vector<std::shared_ptr<Schedule>>& retired() {
+  static auto* list = new std::vector<std::shared_ptr<Schedule>>();  // never destroyed: see above
+  return *list;
+}
+
+}  // namespace
+
+Schedule::Schedule(std::shared_ptr<const CommState> comm, OpKind kind, std::string operation)
+    : comm_(std::move(comm)),
+      kind_(kind),
+      operation_(std::move(operation)),
+      sequence_(comm_->collective_sequence.fetch_add(1, std::memory_order_relaxed)) {}
+
+std::byte* Schedule::scratch(std::size_t bytes) {
+  scratch_.push_back(std::make_unique_for_overwrite<std::byte[]>(bytes == 0 ? 1 : bytes));
+  return scratch_.back().get();
+}
+
+Schedule::Round& Schedule::open_round_for_transfer() {
+  if (rounds_.empty() || !rounds_.back().locals.empty()) rounds_.emplace_back();
+  return rounds_.back();
+}
+
+void Schedule::send(const void* buf, std::size_t bytes, int peer, int step) {
+  // The engine only reads a send buffer; Transfer holds one pointer type for both directions.
+  open_round_for_transfer().transfers.push_back(
+      {true, const_cast<void*>(buf), bytes, peer, collective_tag(sequence_, step)});
+}
+
+void Schedule::recv(void* buf, std::size_t bytes, int peer, int step) {
+  open_round_for_transfer().transfers.push_back(
+      {false, buf, bytes, peer, collective_tag(sequence_, step)});
+}
+
+void Schedule::local(std::function<void()> step) {
+  if (rounds_.empty()) rounds_.emplace_back();
+  rounds_.back().locals.push_back(std::move(step));
+}
+
+void Schedule::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  local([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
+
+void Schedule::sync() {
+  if (!rounds_.empty() && !rounds_.back().transfers.empty()) rounds_.emplace_back();
+}
+
+void Schedule::post_round(std::size_t index) {
+  auto& engine = Runtime::get().engine();
+  posted_.clear();
+  const auto& round = rounds_[index];
+  // Receives first, so a message from a fast peer finds its receive posted.
+  for (const auto& t : round.transfers) {
+    if (!t.is_send) posted_.push_back(engine.irecv(comm_, true, t.buf, t.bytes, t.peer, t.tag));
+  }
+  for (const auto& t : round.transfers) {
+    if (t.is_send) posted_.push_back(engine.isend(*comm_, kind_, t.buf, t.bytes, t.peer, t.tag, false));
+  }
+}
+
+const RequestState* Schedule::failure() const {
+  for (const auto& r : posted_) {
+    if (r->done.load(std::memory_order_acquire) && r->status.error != ErrorClass::success) {
+      return r.get();
+    }
+    // A receive that got more bytes than the algorithm expects means the ranks disagree about
+    // the arguments (counts, root, type): report it instead of computing on short data.
+    if (r->done.load(std::memory_order_acquire) && r->kind == RequestKind::recv &&
+        r->status.bytes != r->capacity) {
+      return r.get();
+    }
+  }
+  return nullptr;
+}
+
+void Schedule::retire_after_failure() {
+  auto& engine = Runtime::get().engine();
+  for (const auto& r : posted_) {
+    if (!r->done.load(std::memory_order_acquire)) engine.cancel(*r);
+  }
+  std::lock_guard lock(g_retired_mu);
+  retired().push_back(shared_from_this());
+}
+
+namespace {
+
+std::string failure_message(const std::string& operation, const RequestState& r) {
+  if (r.status.error == ErrorClass::success) {
+    return operation + ": ranks disagree about the message sizes (received " +
+           std::to_string(r.status.bytes) + " bytes, expected " + std::to_string(r.capacity) +
+           "); check that counts, types and root match on every rank";
+  }
+  return operation + " failed: " + r.error_message;
+}
+
+ErrorClass failure_class(const RequestState& r) {
+  return r.status.error == ErrorClass::success ? ErrorClass::truncate : r.status.error;
+}
+
+}  // namespace
+
+void Schedule::run() {
+  auto& engine = Runtime::get().engine();
+  for (std::size_t i = 0; i < rounds_.size(); ++i) {
+    post_round(i);
+    for (const auto& r : posted_) {
+      engine.wait(*r);
+      if (const RequestState* failed = failure()) {
+        const std::string message = failure_message(operation_, *failed);
+        const ErrorClass cls = failure_class(*failed);
+        retire_after_failure();
+        throw Error(cls, message);
+      }
+    }
+    posted_.clear();
+    for (const auto& step : rounds_[i].locals) step();
+  }
+}
+
+// Advances a started schedule from Request::wait/test (see RequestDriver).
+class Schedule::Driver final : public RequestDriver {
+ public:
+  Driver(std::shared_ptr<Schedule> schedule, RequestState& state)
+      : schedule_(std::move(schedule)), state_(state) {}
+
+  bool progress() override {
+    if (state_.done.load(std::memory_order_acquire)) return true;
+    auto& s = *schedule_;
+    for (;;) {
+      for (const auto& r : s.posted_) {
+        if (!r->done.load(std::memory_order_acquire)) {
+          if (const RequestState* failed = s.failure()) return fail(failure_class(*failed),
+                                                                    failure_message(s.operation_, *failed));
+          return false;
+        }
+      }
+      if (const RequestState* failed = s.failure()) {
+        return fail(failure_class(*failed), failure_message(s.operation_, *failed));
+      }
+      s.posted_.clear();
+      if (next_ > 0) {
+        try {
+          for (const auto& step : s.rounds_[next_ - 1].locals) step();
+        } catch (const std::exception& e) {
+          return fail(ErrorClass::op, s.operation_ + ": reduction operation failed: " + e.what());
+        }
+      }
+      if (next_ == s.rounds_.size()) {
+        state_.done.store(true, std::memory_order_release);
+        return true;
+      }
+      s.post_round(next_++);
+    }
+  }
+
+  void blockers(std::vector<const RequestState*>& out) const override {
+    for (const auto& r : schedule_->posted_) {
+      if (!r->done.load(std::memory_order_acquire)) out.push_back(r.get());
+    }
+  }
+
+ private:
+  bool fail(ErrorClass cls, const std::string& message) {
+    state_.status.error = cls;
+    state_.error_message = message;
+    schedule_->retire_after_failure();
+    state_.done.store(true, std::memory_order_release);
+    return true;
+  }
+
+  std::shared_ptr<Schedule> schedule_;
+  RequestState& state_;  // owns this driver
+  std::size_t next_ = 0;  // next round to post; rounds_[next_-1] is the one in flight
+};
+
+std::shared_ptr<RequestState> Schedule::start() {
+  auto state = std::make_shared<RequestState>(RequestKind::collective);
+  state->status.source = ANY_SOURCE;
+  state->status.tag = ANY_TAG;
+  state->driver = std::make_shared<Driver>(shared_from_this(), *state);
+  state->driver->progress();  // post the first round now, so peers can make progress
+  return state;
+}
+
+}  // namespace sempi::detail::coll

@@ -1,0 +1,111 @@
+#pragma once
+// A collective operation as a schedule (after libNBC, Hoefler, Lumsdaine & Rehm 2007): rounds of
+// nonblocking sends/receives followed by local steps (reductions, copies) that run once every
+// transfer of the round has completed. Algorithms only *build* schedules, as if writing
+// blocking code; the same schedule is then either run to completion (blocking collectives) or
+// wrapped in a Request that wait()/test() advance (nonblocking collectives). No threads.
+//
+// Matching: every schedule takes the communicator's next collective sequence number (the same
+// on every rank, since MPI requires the same call order), and its messages carry the tag
+//   kCollectiveTagBit | (sequence mod 2^16) << 14 | (step mod 2^14)
+// on the communicator's collective context, with the operation kind in the frame header. So
+// concurrent collectives on one communicator never cross-match, and the tags can never collide
+// with the runtime's own small internal tags (core/internal_tags.hpp). `step` is chosen by the
+// algorithm so that sender and receiver agree on it; within one (pair, step) messages match in
+// order (MPI's non-overtaking rule), which rounds preserve.
+//
+// Threading: a schedule is built and driven by one thread at a time (the Request's owner).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collective_kind.hpp"
+#include "core/comm_state.hpp"
+#include "core/request_state.hpp"
+
+namespace sempi::detail::coll {
+
+inline constexpr int kCollectiveTagBit = 1 << 30;
+inline constexpr int kSequenceBits = 16;
+inline constexpr int kStepBits = 14;
+
+/// The tag of a collective message (see above); always within 0..TAG_UB.
+constexpr int collective_tag(std::uint32_t sequence, int step) {
+  return kCollectiveTagBit |
+         static_cast<int>((sequence & ((1u << kSequenceBits) - 1)) << kStepBits) |
+         (step & ((1 << kStepBits) - 1));
+}
+
+class Schedule : public std::enable_shared_from_this<Schedule> {
+ public:
+  /// Takes the communicator's next collective sequence number.
+  Schedule(std::shared_ptr<const CommState> comm, OpKind kind, std::string operation);
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  [[nodiscard]] int rank() const { return comm_->rank; }
+  [[nodiscard]] int size() const { return comm_->size(); }
+  [[nodiscard]] std::uint32_t sequence() const { return sequence_; }
+  [[nodiscard]] const std::string& operation() const { return operation_; }
+
+  // --- building ---
+  /// Scratch memory owned by the schedule; the address is stable for its lifetime.
+  std::byte* scratch(std::size_t bytes);
+  /// Transfers of the current round (they run concurrently). `peer` is a communicator rank,
+  /// never this rank (algorithms copy locally instead).
+  void send(const void* buf, std::size_t bytes, int peer, int step);
+  void recv(void* buf, std::size_t bytes, int peer, int step);
+  /// A local step, run after the current round's transfers complete. A transfer added after a
+  /// local step starts a new round.
+  void local(std::function<void()> step);
+  /// memcpy as a local step (no-op for zero bytes or identical pointers).
+  void copy(void* dst, const void* src, std::size_t bytes);
+  /// Ends the current round: later transfers wait for this round's to complete.
+  void sync();
+
+  // --- running ---
+  /// Runs to completion on this thread. Throws sempi::Error if a transfer failed, or whatever
+  /// a local step throws.
+  void run();
+  /// Starts the schedule and returns the collective request that Request::wait/test advance.
+  std::shared_ptr<RequestState> start();
+
+  /// Number of rounds (for tests).
+  [[nodiscard]] std::size_t rounds() const { return rounds_.size(); }
+
+ private:
+  struct Transfer {
+    bool is_send = false;
+    void* buf = nullptr;
+    std::size_t bytes = 0;
+    int peer = 0;
+    int tag = 0;
+  };
+  struct Round {
+    std::vector<Transfer> transfers;
+    std::vector<std::function<void()>> locals;
+  };
+  class Driver;
+
+  Round& open_round_for_transfer();
+  void post_round(std::size_t index);
+  /// First failed request of the posted round, or null.
+  [[nodiscard]] const RequestState* failure() const;
+  /// Keeps this schedule (its scratch buffers) alive after a failure: the engine may still
+  /// write into them when the failed collective's other receives match later.
+  void retire_after_failure();
+
+  std::shared_ptr<const CommState> comm_;
+  OpKind kind_;
+  std::string operation_;
+  std::uint32_t sequence_;
+  std::vector<Round> rounds_;
+  std::vector<std::unique_ptr<std::byte[]>> scratch_;
+  std::vector<std::shared_ptr<RequestState>> posted_;  // the current round's requests
+};
+
+}  // namespace sempi::detail::coll

@@ -1,0 +1,721 @@
+// A rank program that checks every collective against a serial reference, under sempirun.
+// Usage: coll_check [SCENARIO]   (all | data | reduce | determinism | nonblocking | errors)
+// Exit 0 = every check passed; a failed check prints what and where, and exits 1.
+//
+// Every rank can compute every rank's input (a function of rank, index and a seed), so each
+// rank computes the reference result serially, in rank order, and compares bytes.
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sempi/sempi.hpp>
+
+namespace {
+
+int g_rank = -1;
+std::string g_where;  // what is being checked, for failure messages
+
+#define CHECK(cond)                                                                         \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      std::fprintf(stderr, "rank %d: check failed at line %d: %s [%s]\n", g_rank, __LINE__, \
+                   #cond, g_where.c_str());                                                 \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+std::uint64_t fnv1a(const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+std::uint8_t byte_at(int rank, std::size_t i, std::uint64_t seed) {
+  return static_cast<std::uint8_t>(mix(seed * 1000003u + static_cast<std::uint64_t>(rank) * 7919u + i));
+}
+
+// Inputs chosen so that every reduction is exact in any order (the algorithms combine in
+// different orders than the reference for commutative operations).
+template <class T>
+T value(int rank, std::size_t i, std::uint64_t seed) {
+  const std::uint64_t h = mix(seed ^ (static_cast<std::uint64_t>(rank) << 40) ^ i);
+  if constexpr (std::is_same_v<T, bool>) {
+    return (h & 3u) != 0;
+  } else if constexpr (std::is_same_v<T, std::byte>) {
+    return static_cast<std::byte>(h);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    static constexpr T kValues[] = {-2, -1, -0.5, 0.5, 1, 2, 4, -4};
+    return kValues[h % 8];
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(h % 7 == 0 ? 0 : h);  // some zeros for the logical operations
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
+    static constexpr double kParts[] = {-1, 0, 1, 2};
+    return {kParts[h % 4], kParts[(h >> 8) % 4]};
+  } else {  // ValueIndex<U>: few distinct values, so ties (lower index wins) happen
+    using U = decltype(T::value);
+    return T{static_cast<U>(h % 5), static_cast<int>((h >> 16) % 100)};
+  }
+}
+
+// A minimal vector that also holds bool contiguously (std::vector<bool> has no data()).
+template <class T>
+class Buf {
+ public:
+  Buf() = default;
+  explicit Buf(std::size_t n) : n_(n), p_(std::make_unique<T[]>(n)) {}
+  Buf(const T* first, const T* last) : Buf(static_cast<std::size_t>(last - first)) {
+    std::copy(first, last, p_.get());
+  }
+  Buf(const Buf& o) : Buf(o.begin(), o.end()) {}
+  Buf& operator=(const Buf& o) {
+    Buf copy(o);
+    std::swap(n_, copy.n_);
+    std::swap(p_, copy.p_);
+    return *this;
+  }
+  Buf(Buf&&) noexcept = default;
+  Buf& operator=(Buf&&) noexcept = default;
+  ~Buf() = default;
+  T* data() { return p_.get(); }
+  const T* data() const { return p_.get(); }
+  [[nodiscard]] std::size_t size() const { return n_; }
+  [[nodiscard]] bool empty() const { return n_ == 0; }
+  T* begin() { return p_.get(); }
+  T* end() { return p_.get() + n_; }
+  const T* begin() const { return p_.get(); }
+  const T* end() const { return p_.get() + n_; }
+  T& operator[](std::size_t i) { return p_[i]; }
+  void resize(std::size_t n) { n_ = std::min(n, n_); }  // shrink only
+  friend bool operator==(const Buf& a, const Buf& b) {
+    return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  std::size_t n_ = 0;
+  std::unique_ptr<T[]> p_;
+};
+
+template <class T>
+Buf<T> inputs(int rank, std::size_t n, std::uint64_t seed) {
+  Buf<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = value<T>(rank, i, seed);
+  return v;
+}
+
+template <class T>
+bool same_bytes(const Buf<T>& a, const Buf<T>& b) {
+  if (a.size() != b.size()) return false;
+  if constexpr (std::is_same_v<T, sempi::ValueIndex<double>> || std::is_same_v<T, sempi::ValueIndex<int>> ||
+                std::is_same_v<T, std::complex<double>>) {
+    // Padding bytes are not part of the value; complex products may differ in the sign of a
+    // zero part depending on the (legitimately different) association order.
+    return a == b;
+  } else {
+    return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  }
+}
+
+// Serial reference: x0 op x1 op ... op x_{last}, left to right (ranks first..last).
+template <class T>
+Buf<T> fold(const sempi::Op& op, int first, int last, std::size_t n, std::uint64_t seed) {
+  Buf<T> acc = inputs<T>(first, n, seed);
+  for (int r = first + 1; r <= last; ++r) {
+    Buf<T> next = inputs<T>(r, n, seed);
+    op.apply(acc.data(), next.data(), static_cast<int>(n), sempi::datatype_traits<T>::type);
+    acc = std::move(next);
+  }
+  return acc;
+}
+
+struct Forced {
+  const char* name;
+  const char* rabenseifner;
+  const char* ring;
+  const char* reduce_rabenseifner;
+};
+constexpr Forced kAllreduceAlgorithms[] = {
+    {"recursive_doubling", "1G", "1G", "1G"},
+    {"rabenseifner", "0", "1G", "0"},
+    {"ring", "1G", "0", "1G"},
+};
+void force(const Forced& f) {
+  ::setenv("SEMPI_COLL_ALLREDUCE_RABENSEIFNER_MIN", f.rabenseifner, 1);
+  ::setenv("SEMPI_COLL_ALLREDUCE_RING_MIN", f.ring, 1);
+  ::setenv("SEMPI_COLL_REDUCE_RABENSEIFNER_MIN", f.reduce_rabenseifner, 1);
+}
+void unforce() {
+  ::unsetenv("SEMPI_COLL_ALLREDUCE_RABENSEIFNER_MIN");
+  ::unsetenv("SEMPI_COLL_ALLREDUCE_RING_MIN");
+  ::unsetenv("SEMPI_COLL_REDUCE_RABENSEIFNER_MIN");
+  ::unsetenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN");
+  ::unsetenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN_RANKS");
+  ::unsetenv("SEMPI_COLL_ALLGATHER_RING_MIN");
+}
+
+// Every reduction collective for one (type, op, count) on one communicator.
+template <class T>
+void check_reductions(const sempi::Communicator& comm, const sempi::Op& op, std::size_t n,
+                      std::uint64_t seed, bool all_algorithms) {
+  const int p = comm.size();
+  const int r = comm.rank();
+  const int count = static_cast<int>(n);
+  const auto mine = inputs<T>(r, n, seed);
+  const auto full = fold<T>(op, 0, p - 1, n, seed);
+  const std::string base = g_where;
+
+  for (const auto& f : kAllreduceAlgorithms) {
+    if (!all_algorithms && &f != &kAllreduceAlgorithms[0]) break;
+    force(f);
+    g_where = base + " allreduce/" + f.name;
+    Buf<T> out(n);
+    comm.allreduce(mine.data(), out.data(), count, op);
+    CHECK(same_bytes(out, full));
+    Buf<T> inplace = mine;
+    comm.allreduce<T>(sempi::IN_PLACE, inplace.data(), count, op);
+    CHECK(same_bytes(inplace, full));
+
+    g_where = base + " reduce/" + f.name;
+    const int root = static_cast<int>(seed % static_cast<std::uint64_t>(p));
+    Buf<T> red(r == root ? n : 0);
+    comm.reduce(mine.data(), red.data(), count, op, root);
+    if (r == root) CHECK(same_bytes(red, full));
+    Buf<T> red_in = mine;
+    if (r == root) {
+      comm.reduce<T>(sempi::IN_PLACE, red_in.data(), count, op, root);
+      CHECK(same_bytes(red_in, full));
+    } else {
+      comm.reduce<T>(mine.data(), nullptr, count, op, root);
+    }
+  }
+  unforce();
+
+  g_where = base + " scan";
+  Buf<T> scanned(n);
+  comm.scan(mine.data(), scanned.data(), count, op);
+  CHECK(same_bytes(scanned, fold<T>(op, 0, r, n, seed)));
+  g_where = base + " exscan";
+  Buf<T> ex = inputs<T>(p + 1, n, seed);  // rank 0's must stay untouched
+  const auto untouched = ex;
+  comm.exscan(mine.data(), ex.data(), count, op);
+  CHECK(same_bytes(ex, r == 0 ? untouched : fold<T>(op, 0, r - 1, n, seed)));
+  Buf<T> ex_in = mine;
+  comm.exscan<T>(sempi::IN_PLACE, ex_in.data(), count, op);
+  if (r > 0) CHECK(same_bytes(ex_in, fold<T>(op, 0, r - 1, n, seed)));
+
+  g_where = base + " reduce_scatter_block";
+  const std::size_t block = n / static_cast<std::size_t>(p);
+  const auto full_blocks = fold<T>(op, 0, p - 1, block * static_cast<std::size_t>(p), seed);
+  const auto all_blocks = inputs<T>(r, block * static_cast<std::size_t>(p), seed);
+  Buf<T> rsb(block);
+  comm.reduce_scatter_block(all_blocks.data(), rsb.data(), static_cast<int>(block), op);
+  CHECK(same_bytes(rsb, Buf<T>(full_blocks.begin() + static_cast<long>(block) * r,
+                                    full_blocks.begin() + static_cast<long>(block) * (r + 1))));
+
+  g_where = base + " reduce_scatter";
+  std::vector<int> counts(static_cast<std::size_t>(p));
+  std::size_t left = n;
+  for (int i = 0; i < p; ++i) {  // uneven, some zero
+    const std::size_t c = i == p - 1 ? left : std::min(left, (n * static_cast<std::size_t>(i % 3)) / (static_cast<std::size_t>(p) + 1));
+    counts[static_cast<std::size_t>(i)] = static_cast<int>(c);
+    left -= c;
+  }
+  std::size_t offset = 0;
+  for (int i = 0; i < r; ++i) offset += static_cast<std::size_t>(counts[static_cast<std::size_t>(i)]);
+  const auto my_count = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+  const Buf<T> expect(full.begin() + static_cast<long>(offset),
+                              full.begin() + static_cast<long>(offset + my_count));
+  Buf<T> rs(my_count);
+  comm.reduce_scatter(mine.data(), rs.data(), counts, op);
+  CHECK(same_bytes(rs, expect));
+  Buf<T> rs_in = mine;
+  comm.reduce_scatter<T>(sempi::IN_PLACE, rs_in.data(), counts, op);
+  rs_in.resize(my_count);
+  CHECK(same_bytes(rs_in, expect));
+  g_where = base;
+}
+
+template <class T>
+void reductions_for_type(const sempi::Communicator& comm, const char* type_name,
+                         const std::vector<std::size_t>& counts, std::uint64_t seed) {
+  using sempi::BuiltinOp;
+  static constexpr BuiltinOp kOps[] = {BuiltinOp::sum,  BuiltinOp::prod, BuiltinOp::min,
+                                       BuiltinOp::max,  BuiltinOp::land, BuiltinOp::lor,
+                                       BuiltinOp::lxor, BuiltinOp::band, BuiltinOp::bor,
+                                       BuiltinOp::bxor, BuiltinOp::minloc, BuiltinOp::maxloc};
+  int k = 0;
+  for (const std::size_t n : counts) {
+    for (const auto b : kOps) {
+      const sempi::Op op(b);
+      if (!op.defined_for(sempi::datatype_traits<T>::type)) continue;
+      // Small counts: every op; larger ones: a rotating sample.
+      if (n > 64 && (k++ % 4) != 0) continue;
+      g_where = comm.name() + " " + type_name + " " + op.name() + " n=" + std::to_string(n);
+      check_reductions<T>(comm, op, n, seed + n, n <= 4096 || (k % 8) == 1);
+    }
+  }
+}
+
+// Affine maps x -> a x + b (mod 2^32) under composition: associative, not commutative. The
+// lower rank's map is applied first: (lower op upper)(x) = upper(lower(x)).
+struct Affine {
+  std::uint32_t a, b;
+};
+sempi::Op affine_op() {
+  return sempi::Op::user(
+      [](const void* in, void* inout, int count, const sempi::ElementType& type) {
+        if (type.size != sizeof(Affine)) throw sempi::Error(sempi::ErrorClass::type, "affine: bad type");
+        const auto* lo = static_cast<const Affine*>(in);
+        auto* hi = static_cast<Affine*>(inout);
+        for (int i = 0; i < count; ++i) {
+          hi[i] = Affine{hi[i].a * lo[i].a, hi[i].a * lo[i].b + hi[i].b};
+        }
+      },
+      /*commutative=*/false, "affine");
+}
+
+void check_non_commutative(const sempi::Communicator& comm) {
+  const int p = comm.size();
+  const int r = comm.rank();
+  const auto op = affine_op();
+  const auto type = sempi::ElementType::opaque_of(sizeof(Affine));
+  for (const std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{333}, std::size_t{20000}}) {
+    const auto gen = [n](int rank) {
+      std::vector<Affine> v(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto h = mix(static_cast<std::uint64_t>(rank) * 31 + i);
+        v[i] = Affine{static_cast<std::uint32_t>(h) | 1u, static_cast<std::uint32_t>(h >> 32)};
+      }
+      return v;
+    };
+    const auto ref = [&](int first, int last) {
+      std::vector<Affine> acc = gen(first);
+      for (int q = first + 1; q <= last; ++q) {
+        auto next = gen(q);
+        op.apply(acc.data(), next.data(), static_cast<int>(n), type);
+        acc = std::move(next);
+      }
+      return acc;
+    };
+    const auto eq = [](const std::vector<Affine>& x, const std::vector<Affine>& y) {
+      return std::memcmp(x.data(), y.data(), x.size() * sizeof(Affine)) == 0;
+    };
+    const auto mine = gen(r);
+    const auto full = ref(0, p - 1);
+    for (const auto& f : kAllreduceAlgorithms) {
+      force(f);
+      g_where = comm.name() + " affine allreduce/" + f.name + " n=" + std::to_string(n);
+      std::vector<Affine> out(n);
+      comm.allreduce_raw(mine.data(), out.data(), static_cast<int>(n), type, op);
+      CHECK(eq(out, full));
+      g_where = comm.name() + " affine reduce/" + f.name + " n=" + std::to_string(n);
+      const int root = p - 1;
+      std::vector<Affine> red(n);
+      comm.reduce_raw(mine.data(), red.data(), static_cast<int>(n), type, op, root);
+      if (r == root) CHECK(eq(red, full));
+    }
+    unforce();
+    g_where = comm.name() + " affine scan n=" + std::to_string(n);
+    std::vector<Affine> sc(n);
+    comm.scan_raw(mine.data(), sc.data(), static_cast<int>(n), type, op);
+    CHECK(eq(sc, ref(0, r)));
+    std::vector<Affine> ex(n);
+    comm.exscan_raw(mine.data(), ex.data(), static_cast<int>(n), type, op);
+    if (r > 0) CHECK(eq(ex, ref(0, r - 1)));
+    g_where = comm.name() + " affine reduce_scatter n=" + std::to_string(n);
+    std::vector<int> counts(static_cast<std::size_t>(p), static_cast<int>(n / static_cast<std::size_t>(p)));
+    counts[static_cast<std::size_t>(p - 1)] += static_cast<int>(n % static_cast<std::size_t>(p));
+    std::vector<Affine> rs(static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
+    comm.reduce_scatter_raw(mine.data(), rs.data(), counts, type, op);
+    const std::size_t off = static_cast<std::size_t>(counts[0]) * static_cast<std::size_t>(r);
+    CHECK(rs.empty() || std::memcmp(rs.data(), full.data() + off, rs.size() * sizeof(Affine)) == 0);
+  }
+  // A typed non-commutative op: "keep the lower rank's value" gives rank 0's input.
+  g_where = comm.name() + " first-wins elementwise op";
+  const auto first = sempi::Op::elementwise<int>([](int lower, int) { return lower; }, false, "first");
+  CHECK(comm.allreduce(r * 10 + 3, first) == 3);
+  CHECK(comm.reduce(r * 10 + 3, first, p - 1) == (r == p - 1 ? 3 : r * 10 + 3));
+}
+
+void check_reductions_all(const sempi::Communicator& comm, bool big) {
+  std::vector<std::size_t> counts = {0, 1, 2, 7, 17, 100, 1000, 40000};
+  reductions_for_type<int>(comm, "int", counts, 11);
+  reductions_for_type<double>(comm, "double", counts, 12);
+  reductions_for_type<float>(comm, "float", {1, 9, 513}, 13);
+  reductions_for_type<unsigned char>(comm, "unsigned char", {3, 1000}, 14);
+  reductions_for_type<long long>(comm, "long long", {5, 257}, 15);
+  reductions_for_type<short>(comm, "short", {6, 77}, 16);
+  reductions_for_type<unsigned long>(comm, "unsigned long", {4, 300}, 17);
+  reductions_for_type<bool>(comm, "bool", {1, 33, 2000}, 18);
+  reductions_for_type<std::byte>(comm, "byte", {8, 999}, 19);
+  reductions_for_type<std::complex<double>>(comm, "complex<double>", {1, 50}, 20);
+  reductions_for_type<sempi::ValueIndex<double>>(comm, "double_int", {1, 64, 3000}, 21);
+  reductions_for_type<sempi::ValueIndex<int>>(comm, "2int", {2, 100}, 22);
+  if (big) {
+    // One sample near the top of the range (1 Mi elements) per allreduce algorithm.
+    const std::size_t n = std::size_t{1} << 20;
+    const int p = comm.size();
+    const auto mine = inputs<float>(comm.rank(), n, 99);
+    const auto full = fold<float>(sempi::Op::sum(), 0, p - 1, n, 99);
+    for (const auto& f : kAllreduceAlgorithms) {
+      force(f);
+      g_where = comm.name() + " float sum n=1Mi allreduce/" + f.name;
+      Buf<float> out(n);
+      comm.allreduce(mine.data(), out.data(), static_cast<int>(n), sempi::Op::sum());
+      CHECK(same_bytes(out, full));
+    }
+    unforce();
+  }
+  check_non_commutative(comm);
+}
+
+// Non-reduction collectives: bcast, scatter(v), gather(v), allgather(v), alltoall(v), barrier.
+void check_data(const sempi::Communicator& comm, bool big) {
+  const int p = comm.size();
+  const int r = comm.rank();
+  const auto P = static_cast<std::size_t>(p);
+  std::vector<std::size_t> sizes = {0, 1, 5, 64, 1000, 70000};
+  if (big) sizes.push_back(3u << 20);
+  comm.barrier();
+  for (const std::size_t n : sizes) {
+    const auto pattern = [n](int rank, std::uint64_t seed) {
+      std::vector<std::uint8_t> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = byte_at(rank, i, seed);
+      return v;
+    };
+    for (const int root : {0, p - 1, p / 2}) {
+      // bcast, both algorithms
+      for (const char* min : {"1G", "0"}) {
+        ::setenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN", min, 1);
+        ::setenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN_RANKS", "1", 1);
+        g_where = comm.name() + " bcast n=" + std::to_string(n) + " root=" + std::to_string(root) + " min=" + min;
+        auto buf = r == root ? pattern(root, n) : std::vector<std::uint8_t>(n, 0xEE);
+        comm.bcast(buf, root);
+        CHECK(buf == pattern(root, n));
+      }
+      unforce();
+      if (n > 70000) continue;  // per-rank blocks: keep the rest small
+      g_where = comm.name() + " scatter n=" + std::to_string(n) + " root=" + std::to_string(root);
+      std::vector<std::uint8_t> all;
+      for (int q = 0; q < p; ++q) {
+        auto b = pattern(q, 7);
+        all.insert(all.end(), b.begin(), b.end());
+      }
+      std::vector<std::uint8_t> part(n, 0xEE);
+      comm.scatter(r == root ? all.data() : nullptr, part.data(), static_cast<int>(n), root);
+      CHECK(part == pattern(r, 7));
+      if (r == root) {  // in place at the root
+        comm.scatter<std::uint8_t>(all.data(), sempi::IN_PLACE, static_cast<int>(n), root);
+      } else {
+        comm.scatter<std::uint8_t>(nullptr, part.data(), static_cast<int>(n), root);
+        CHECK(part == pattern(r, 7));
+      }
+      g_where = comm.name() + " gather n=" + std::to_string(n) + " root=" + std::to_string(root);
+      std::vector<std::uint8_t> gathered(r == root ? n * P : 0, 0xEE);
+      const auto my = pattern(r, 7);
+      comm.gather(my.data(), gathered.data(), static_cast<int>(n), root);
+      if (r == root) CHECK(gathered == all);
+      if (r == root) {
+        std::vector<std::uint8_t> g2(n * P, 0xEE);
+        std::copy(my.begin(), my.end(), g2.begin() + static_cast<long>(n) * r);
+        comm.gather<std::uint8_t>(sempi::IN_PLACE, g2.data(), static_cast<int>(n), root);
+        CHECK(g2 == all);
+      } else {
+        comm.gather<std::uint8_t>(my.data(), nullptr, static_cast<int>(n), root);
+      }
+      // v-variants: rank q has q % 3 * n / 2 + 1 elements (some ranks 1, others more)
+      std::vector<int> counts(P), displs(P);
+      int total = 0;
+      for (int q = 0; q < p; ++q) {
+        counts[static_cast<std::size_t>(q)] = static_cast<int>((static_cast<std::size_t>(q % 3) * n) / 2 + (q == 1 ? 0 : 1));
+        displs[static_cast<std::size_t>(q)] = total + 3;  // gaps between blocks
+        total += counts[static_cast<std::size_t>(q)] + 3;
+      }
+      std::vector<std::uint8_t> vall(static_cast<std::size_t>(total), 0xEE);
+      for (int q = 0; q < p; ++q) {
+        const auto b = pattern(q, 9);
+        std::copy_n(b.begin(), std::min<std::size_t>(b.size(), static_cast<std::size_t>(counts[static_cast<std::size_t>(q)])),
+                    vall.begin() + displs[static_cast<std::size_t>(q)]);
+      }
+      const auto me = static_cast<std::size_t>(r);
+      // pattern(q, 9) has n bytes but counts may exceed n; fill the rest deterministically.
+      for (int q = 0; q < p; ++q) {
+        const auto c = static_cast<std::size_t>(counts[static_cast<std::size_t>(q)]);
+        for (std::size_t i = std::min(c, n); i < c; ++i) vall[static_cast<std::size_t>(displs[static_cast<std::size_t>(q)]) + i] = byte_at(q, i, 9);
+      }
+      const std::vector<std::uint8_t> myv(vall.begin() + displs[me], vall.begin() + displs[me] + counts[me]);
+      g_where = comm.name() + " scatterv n=" + std::to_string(n) + " root=" + std::to_string(root);
+      std::vector<std::uint8_t> vpart(static_cast<std::size_t>(counts[me]), 0xEE);
+      comm.scatterv(r == root ? vall.data() : nullptr, counts, displs, vpart.data(), counts[me], root);
+      CHECK(vpart == myv);
+      g_where = comm.name() + " gatherv n=" + std::to_string(n) + " root=" + std::to_string(root);
+      std::vector<std::uint8_t> vg(r == root ? vall.size() : 0, 0xEE);
+      comm.gatherv(myv.data(), counts[me], vg.data(), counts, displs, root);
+      if (r == root) {
+        for (int q = 0; q < p; ++q) {
+          const auto d = static_cast<long>(displs[static_cast<std::size_t>(q)]);
+          CHECK(std::equal(vg.begin() + d, vg.begin() + d + counts[static_cast<std::size_t>(q)], vall.begin() + d));
+        }
+      }
+      if (root != 0) continue;
+      g_where = comm.name() + " allgatherv n=" + std::to_string(n);
+      std::vector<std::uint8_t> vag(vall.size(), 0xEE);
+      comm.allgatherv(myv.data(), counts[me], vag.data(), counts, displs);
+      for (int q = 0; q < p; ++q) {
+        const auto d = static_cast<long>(displs[static_cast<std::size_t>(q)]);
+        CHECK(std::equal(vag.begin() + d, vag.begin() + d + counts[static_cast<std::size_t>(q)], vall.begin() + d));
+      }
+      for (const char* ring_min : {"1G", "0"}) {
+        ::setenv("SEMPI_COLL_ALLGATHER_RING_MIN", ring_min, 1);
+        g_where = comm.name() + " allgather n=" + std::to_string(n) + " ring_min=" + ring_min;
+        std::vector<std::uint8_t> ag(n * P, 0xEE);
+        comm.allgather(my.data(), ag.data(), static_cast<int>(n));
+        CHECK(ag == all);
+        std::vector<std::uint8_t> ag2(n * P, 0xEE);
+        std::copy(my.begin(), my.end(), ag2.begin() + static_cast<long>(n) * r);
+        comm.allgather<std::uint8_t>(sempi::IN_PLACE, ag2.data(), static_cast<int>(n));
+        CHECK(ag2 == all);
+      }
+      unforce();
+      // alltoall: block q of rank r's send = pattern(r*p+q)
+      g_where = comm.name() + " alltoall n=" + std::to_string(n);
+      std::vector<std::uint8_t> a2a_send, a2a_expect;
+      for (int q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < n; ++i) {
+          a2a_send.push_back(byte_at(r * p + q, i, 3));
+          a2a_expect.push_back(byte_at(q * p + r, i, 3));
+        }
+      }
+      std::vector<std::uint8_t> a2a(n * P, 0xEE);
+      comm.alltoall(a2a_send.data(), a2a.data(), static_cast<int>(n));
+      CHECK(a2a == a2a_expect);
+      std::vector<std::uint8_t> a2a_in = a2a_send;
+      comm.alltoall<std::uint8_t>(sempi::IN_PLACE, a2a_in.data(), static_cast<int>(n));
+      CHECK(a2a_in == a2a_expect);
+      // alltoallv: rank r sends (r + q) % 3 * n/4 + 1 bytes to q
+      g_where = comm.name() + " alltoallv n=" + std::to_string(n);
+      const auto amount = [n](int from, int to) { return static_cast<int>(static_cast<std::size_t>((from + to) % 3) * n / 4 + 1); };
+      std::vector<int> sc(P), sd(P), rc(P), rd(P);
+      int st = 0, rt = 0;
+      for (int q = 0; q < p; ++q) {
+        const auto i = static_cast<std::size_t>(q);
+        sc[i] = amount(r, q);
+        sd[i] = st;
+        st += sc[i] + 1;
+        rc[i] = amount(q, r);
+        rd[i] = rt;
+        rt += rc[i] + 2;
+      }
+      std::vector<std::uint8_t> vs(static_cast<std::size_t>(st)), vr(static_cast<std::size_t>(rt), 0xEE);
+      for (int q = 0; q < p; ++q) {
+        for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) {
+          vs[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = byte_at(r * p + q, static_cast<std::size_t>(i), 4);
+        }
+      }
+      comm.alltoallv(vs.data(), sc, sd, vr.data(), rc, rd);
+      for (int q = 0; q < p; ++q) {
+        for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) {
+          CHECK(vr[static_cast<std::size_t>(rd[static_cast<std::size_t>(q)] + i)] == byte_at(q * p + r, static_cast<std::size_t>(i), 4));
+        }
+      }
+    }
+  }
+  comm.barrier();
+}
+
+// Bitwise identical floating-point allreduce on every rank, and the same bytes on every call.
+void check_determinism(const sempi::Communicator& comm) {
+  const int r = comm.rank();
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{100003}}) {
+    std::vector<double> mine(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto h = mix(static_cast<std::uint64_t>(r) * 1315423911u + i);
+      mine[i] = static_cast<double>(h % 1000003) * 1e-3 / 7.0 * ((h >> 20) % 2 ? 1e8 : 1e-8);
+    }
+    for (const auto& f : kAllreduceAlgorithms) {
+      force(f);
+      g_where = comm.name() + " determinism n=" + std::to_string(n) + " " + f.name;
+      std::vector<double> out(n), again(n);
+      comm.allreduce(mine.data(), out.data(), static_cast<int>(n), sempi::Op::sum());
+      const std::uint64_t h = fnv1a(out.data(), n * sizeof(double));
+      const auto hashes = comm.allgather(h);
+      for (const auto x : hashes) CHECK(x == h);
+      comm.allreduce(mine.data(), again.data(), static_cast<int>(n), sempi::Op::sum());
+      CHECK(fnv1a(again.data(), n * sizeof(double)) == h);
+      auto nb = std::vector<double>(n);
+      auto req = comm.iallreduce(mine.data(), nb.data(), static_cast<int>(n), sempi::Op::sum());
+      req.wait();
+      CHECK(fnv1a(nb.data(), n * sizeof(double)) == h);
+    }
+    unforce();
+  }
+}
+
+// Nonblocking collectives interleaved with point-to-point traffic and with each other, and
+// concurrent collectives on different communicators from two threads.
+void check_nonblocking(const sempi::Communicator& world) {
+  const int p = world.size();
+  const int r = world.rank();
+  const auto other = world.dup();
+  for (int iteration = 0; iteration < 20; ++iteration) {
+    g_where = "nonblocking iteration " + std::to_string(iteration);
+    // A wildcard point-to-point receive posted first must not match collective traffic.
+    int incoming = -1;
+    auto p2p_recv = world.irecv(&incoming, 1, sempi::ANY_SOURCE, sempi::ANY_TAG);
+    const std::size_t n = iteration % 2 == 0 ? 10 : 50000;
+    std::vector<long> mine(n, r + 1), sum(n, 0);
+    auto a = world.iallreduce(mine.data(), sum.data(), static_cast<int>(n), sempi::Op::sum());
+    auto b = world.ibarrier();
+    std::vector<int> bc(n % 1000 + 1, r == 0 ? 42 : 0);
+    auto c = other.ibcast(bc.data(), static_cast<int>(bc.size()), 0);
+    const int value = 1000 + r;
+    // Tags that look like collective tags on purpose.
+    world.send(&value, 1, (r + 1) % p, (1 << 30) | iteration);
+    const auto status = p2p_recv.wait();
+    CHECK(incoming == 1000 + (r - 1 + p) % p);
+    CHECK(status.source == (r - 1 + p) % p);
+    std::vector<sempi::Request> reqs;
+    reqs.push_back(std::move(c));
+    reqs.push_back(std::move(b));
+    reqs.push_back(std::move(a));
+    if (iteration % 3 == 0) {
+      sempi::Request::wait_all(reqs);
+    } else if (iteration % 3 == 1) {
+      for (std::size_t k = 0; k < reqs.size(); ++k) {
+        const std::size_t idx = sempi::Request::wait_any(reqs);
+        CHECK(idx < reqs.size());
+      }
+      CHECK(sempi::Request::wait_any(reqs) == reqs.size());
+    } else {
+      // Polling with test() until done: bounded by the job timeout.
+      for (auto& q : reqs) {
+        while (!q.test()) {
+        }
+      }
+    }
+    CHECK(std::all_of(sum.begin(), sum.end(), [p](long x) { return x == static_cast<long>(p) * (p + 1) / 2; }));
+    CHECK(std::all_of(bc.begin(), bc.end(), [](int x) { return x == 42; }));
+  }
+  // Two threads, each looping collectives on its own communicator.
+  g_where = "threads on two communicators";
+  const auto c1 = world.dup();
+  const auto c2 = world.dup();
+  bool ok1 = true, ok2 = true;
+  std::thread t1([&] {
+    for (int i = 0; i < 30; ++i) {
+      std::vector<int> v(1000 + i, r), s(1000 + i);
+      c1.allreduce(v.data(), s.data(), static_cast<int>(v.size()), sempi::Op::max());
+      ok1 = ok1 && std::all_of(s.begin(), s.end(), [p](int x) { return x == p - 1; });
+      c1.barrier();
+    }
+  });
+  std::thread t2([&] {
+    for (int i = 0; i < 30; ++i) {
+      std::vector<double> v(3000 + i, 1.0), s(3000 + i);
+      c2.allreduce(v.data(), s.data(), static_cast<int>(v.size()), sempi::Op::sum());
+      ok2 = ok2 && std::all_of(s.begin(), s.end(), [p](double x) { return x == p; });
+      std::vector<int> g(static_cast<std::size_t>(p));
+      c2.allgather(&r, g.data(), 1);
+      for (int q = 0; q < p; ++q) ok2 = ok2 && g[static_cast<std::size_t>(q)] == q;
+    }
+  });
+  t1.join();
+  t2.join();
+  CHECK(ok1);
+  CHECK(ok2);
+}
+
+template <class F>
+void expect_error(sempi::ErrorClass cls, F&& f) {
+  try {
+    f();
+  } catch (const sempi::Error& e) {
+    if (e.error_class() != cls) std::fprintf(stderr, "rank %d: unexpected error: %s\n", g_rank, e.what());
+    CHECK(e.error_class() == cls);
+    return;
+  }
+  CHECK(!"expected an error");
+}
+
+void check_errors(const sempi::Communicator& comm) {
+  const int p = comm.size();
+  g_where = "argument errors";
+  int x = 0;
+  std::vector<int> v(static_cast<std::size_t>(p));
+  expect_error(sempi::ErrorClass::root, [&] { comm.bcast(&x, 1, p); });
+  expect_error(sempi::ErrorClass::root, [&] { comm.reduce(&x, &x, 1, sempi::Op::sum(), -1); });
+  expect_error(sempi::ErrorClass::count, [&] { comm.allreduce(&x, &x, -1, sempi::Op::sum()); });
+  expect_error(sempi::ErrorClass::op, [&] {
+    std::complex<double> c{};
+    comm.allreduce(&c, &c, 1, sempi::Op::max());
+  });
+  expect_error(sempi::ErrorClass::op, [&] {
+    double d = 0;
+    comm.allreduce(&d, &d, 1, sempi::Op::band());
+  });
+  expect_error(sempi::ErrorClass::op, [&] { comm.allreduce(&x, &x, 1, sempi::Op::minloc()); });
+  expect_error(sempi::ErrorClass::buffer, [&] { comm.allreduce<int>(&x, nullptr, 1, sempi::Op::sum()); });
+  expect_error(sempi::ErrorClass::buffer, [&] { comm.bcast<int>(sempi::IN_PLACE, 1, 0); });
+  expect_error(sempi::ErrorClass::arg, [&] {
+    comm.reduce_scatter(v.data(), v.data(), std::span<const int>(), sempi::Op::sum());
+  });
+  if (p > 1 && comm.rank() != 0) {  // IN_PLACE is for the root only
+    expect_error(sempi::ErrorClass::buffer, [&] { comm.scatter<int>(nullptr, sempi::IN_PLACE, 1, 0); });
+  }
+  expect_error(sempi::ErrorClass::config, [&] {
+    ::setenv("SEMPI_COLL_ALLREDUCE_RING_MIN", "lots", 1);
+    struct Restore {
+      ~Restore() { ::unsetenv("SEMPI_COLL_ALLREDUCE_RING_MIN"); }
+    } restore;
+    comm.allreduce(&x, &x, 1, sempi::Op::sum());
+  });
+  // Every rank failed the same calls before communicating; the communicator is still usable.
+  CHECK(comm.allreduce(1, sempi::Op::sum()) == p);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sempi::Environment env(argc, argv);
+  const auto world = sempi::world();
+  g_rank = world.rank();
+  const std::string scenario = argc > 1 ? argv[1] : "all";
+  const bool all = scenario == "all";
+  unforce();
+
+  // World, and sub-communicators of a split: two colors, ranks reversed by the key.
+  const auto split = world.split(world.rank() % 2, -world.rank());
+  if (all || scenario == "errors") check_errors(world);
+  if (all || scenario == "data") {
+    check_data(world, true);
+    check_data(split, false);
+  }
+  if (all || scenario == "reduce") {
+    check_reductions_all(world, true);
+    check_reductions_all(split, false);
+  }
+  if (all || scenario == "determinism") {
+    check_determinism(world);
+    check_determinism(split);
+  }
+  if (all || scenario == "nonblocking") check_nonblocking(world);
+  world.barrier();
+  if (world.rank() == 0) std::printf("coll_check %s: all checks passed on %d ranks\n", scenario.c_str(), world.size());
+  return 0;
+}
