@@ -52,7 +52,7 @@ case "$mode" in
     build build
     run_tests build
     echo "quickstart: the same suite under AddressSanitizer + UndefinedBehaviorSanitizer"
-    build build-asan -DSEMPI_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+    build build-asan -DSEMPI_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests build-asan
     ;;
   *)

@@ -21,11 +21,24 @@ std::vector<std::shared_ptr<Schedule>>& retired() {
 
 }  // namespace
 
+namespace {
+
+// The policy decides a collective for every member alike, so all members fail here together,
+// before anything is posted and before the sequence number is taken (it stays in step).
+std::uint32_t checked_sequence(const CommState& comm, OpKind kind, const std::string& operation) {
+  if (auto reason = Runtime::get().engine().collective_denied(comm, kind)) {
+    throw Error(ErrorClass::policy, operation + ": " + *reason);
+  }
+  return comm.collective_sequence.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 Schedule::Schedule(std::shared_ptr<const CommState> comm, OpKind kind, std::string operation)
     : comm_(std::move(comm)),
       kind_(kind),
       operation_(std::move(operation)),
-      sequence_(comm_->collective_sequence.fetch_add(1, std::memory_order_relaxed)) {}
+      sequence_(checked_sequence(*comm_, kind_, operation_)) {}
 
 std::byte* Schedule::scratch(std::size_t bytes) {
   scratch_.push_back(std::make_unique_for_overwrite<std::byte[]>(bytes == 0 ? 1 : bytes));

@@ -48,12 +48,34 @@ std::vector<Entry> allgather_entries(Engine& engine, const std::shared_ptr<const
   return table;
 }
 
+// Policy refusals of communicator creation: audited, and thrown unless the policy is a dry run.
+// Every member evaluates the same rule on the same data, so every member throws the same error
+// and none waits for another.
+void refuse(Engine& engine, const std::string& name, const policy::Decision& decision) {
+  if (audit::AuditLog* log = engine.audit()) {
+    log->event("comm.refuse", false, decision.explanation,
+               {{"comm", name}, {"rule", decision.rule},
+                {"dry_run", !engine.policy()->enforcing()}});
+  }
+  if (engine.policy()->enforcing()) {
+    throw Error(ErrorClass::policy, "communicator creation refused by policy: " +
+                                        decision.explanation + " (rule " + decision.rule + ")");
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const CommState> split_communicator(Engine& engine,
                                                     const std::shared_ptr<const CommState>& parent,
                                                     int color, int key,
                                                     const std::string& name) {
+  const policy::Policy* rules = engine.policy();
+  if (rules != nullptr) {
+    // The agreement itself is traffic on the parent: refuse up front rather than leave some
+    // members waiting for entries their peers were not allowed to send.
+    const auto decision = rules->check_comm_create(parent->name(), parent->world_ranks);
+    if (!decision.allowed) refuse(engine, name, decision);
+  }
   const Entry mine{color, key, static_cast<std::int64_t>(engine.next_context())};
   const auto table = allgather_entries(engine, parent, mine);
 
@@ -61,27 +83,57 @@ std::shared_ptr<const CommState> split_communicator(Engine& engine,
   for (const auto& e : table) context = std::max(context, e[2]);
   context += context % 2;  // p2p contexts are even; collective traffic uses context + 1
   engine.reserve_contexts_below(static_cast<std::uint32_t>(context + 2));
-  if (color == UNDEFINED) return nullptr;
 
   struct Member {
     std::int64_t key;
     int parent_rank;
   };
-  std::vector<Member> members;
-  for (int r = 0; r < parent->size(); ++r) {
-    const auto& e = table[static_cast<std::size_t>(r)];
-    if (e[0] == color) members.push_back({e[1], r});
+  const auto group_of = [&](std::int64_t c) {
+    std::vector<Member> members;
+    for (int r = 0; r < parent->size(); ++r) {
+      const auto& e = table[static_cast<std::size_t>(r)];
+      if (e[0] == c) members.push_back({e[1], r});
+    }
+    std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+      return a.key != b.key ? a.key < b.key : a.parent_rank < b.parent_rank;
+    });
+    std::vector<int> world_ranks;
+    for (const auto& m : members) {
+      world_ranks.push_back(parent->world_ranks[static_cast<std::size_t>(m.parent_rank)]);
+    }
+    return world_ranks;
+  };
+  if (rules != nullptr) {
+    // Membership: check every group this split creates, in color order, so that all members
+    // of the parent (UNDEFINED ones included) fail together with the same error.
+    std::vector<std::int64_t> colors;
+    for (const auto& e : table) {
+      if (e[0] != UNDEFINED) colors.push_back(e[0]);
+    }
+    std::sort(colors.begin(), colors.end());
+    colors.erase(std::unique(colors.begin(), colors.end()), colors.end());
+    for (const auto c : colors) {
+      const auto decision = rules->check_members(name, group_of(c));
+      if (!decision.allowed) refuse(engine, name, decision);
+    }
   }
-  std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
-    return a.key != b.key ? a.key < b.key : a.parent_rank < b.parent_rank;
-  });
-  std::vector<int> world_ranks;
-  for (const auto& m : members) {
-    world_ranks.push_back(parent->world_ranks[static_cast<std::size_t>(m.parent_rank)]);
-  }
+  if (color == UNDEFINED) return nullptr;
+
   const int me = parent->world_ranks[static_cast<std::size_t>(parent->rank)];
-  return std::make_shared<const CommState>(static_cast<std::uint32_t>(context),
-                                           std::move(world_ranks), me, name);
+  // The deleter tells the engine (if it still exists) that the last handle is gone, so the
+  // audit log records "comm.free" and late frames for the context are denied.
+  std::shared_ptr<const CommState> created(
+      new CommState(static_cast<std::uint32_t>(context), group_of(color), me, name),
+      [freed = engine.freed_contexts()](const CommState* state) {
+        if (auto queue = freed.lock()) {
+          std::lock_guard lock(queue->mu);
+          queue->contexts.push_back(state->context);
+          queue->any = true;
+        }
+        delete state;
+      });
+  engine.register_comm(*created);
+  return created;
 }
 
 }  // namespace sempi::detail

@@ -24,6 +24,13 @@ constexpr std::uint64_t kRendezvousEntryCost = 256;
 // Frames read from one channel per progress round, so one busy peer cannot starve the others.
 constexpr std::size_t kFramesPerRound = 64;
 constexpr std::size_t kMaxAbortReason = 4096;
+constexpr std::size_t kMaxDenyReason = 256;
+// sempirun reports "rank R called abort (code 1): policy violation: ...".
+constexpr int kPolicyAbortCode = 1;
+
+std::atomic<bool> g_skip_sender_checks{false};
+
+using policy::Verdict;
 
 // memcpy with a null pointer is undefined even for zero bytes (zero-count receives may pass null).
 void copy_bytes(void* dst, const void* src, std::size_t n) {
@@ -37,6 +44,10 @@ std::int64_t now_ns() {
 }
 
 }  // namespace
+
+void simulate_compromised_sender(bool skip_sender_checks) noexcept {
+  g_skip_sender_checks.store(skip_sender_checks);
+}
 
 Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
                int bootstrap_fd)
@@ -176,6 +187,7 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
       peer.said_goodbye_ ? who + " has finalized" : who + " failed: " + reason;
   if (!peer.said_goodbye_ && abort_reason_.empty()) {
     spdlog::warn("sempi[rank {}]: connection to {} lost: {}", config_.world_rank, who, reason);
+    if (audit::AuditLog* log = audit()) log->event("peer.failure", false, reason, {{"peer", peer.world_rank_}});
     // Tell the launcher first, so that if this rank fails as a consequence, the job's exit
     // status names the rank that really failed.
     if (bootstrap_fd_ >= 0) {
@@ -216,6 +228,7 @@ void Engine::abort_job(const std::string& reason) {
   if (!abort_reason_.empty()) return;
   abort_reason_ = reason.empty() ? "job aborted" : reason;
   aborted_ = true;
+  if (audit::AuditLog* log = audit()) log->event("job.abort", false, abort_reason_);
   const std::string message = "job aborted: " + abort_reason_;
   for (auto& request : posted_) complete(*request, ErrorClass::peer_failed, message);
   posted_.clear();
@@ -250,8 +263,46 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     return request;
   }
   const auto* data = static_cast<const std::uint8_t*>(buf);
+  const auto op_code = static_cast<std::uint16_t>(op);
+
+  // Sender-side policy: an early, clear error. The receiver checks again (authoritative).
+  if (policy() != nullptr) {
+    const CommEntry& entry = entry_for(comm);
+    const Verdict verdict = entry.decisions->check(world, op_code, collective, tag, bytes);
+    if (verdict != Verdict::allow && !g_skip_sender_checks.load(std::memory_order_relaxed)) {
+      if (on_denial(verdict, &entry, world, context, op_code, tag, bytes, 0, "send") ==
+          Admit::deny) {
+        const std::string message =
+            "policy denies " + std::string(op_kind_name(op)) + " to rank " +
+            std::to_string(dest) + " on communicator '" + entry.name + "' (tag " +
+            std::to_string(tag) + ", " + std::to_string(bytes) +
+            " bytes): " + policy::verdict_text(verdict);
+        complete(*request, ErrorClass::policy, message);
+        if (collective) {
+          // Every member denies the same collective, so nobody will send what this rank's
+          // receives of it wait for: fail the receives pending on the collective context
+          // rather than leave the collective blocked. (A denied collective leaves the
+          // communicator's collective sequence broken anyway, as any failed collective does.)
+          for (auto it = posted_.begin(); it != posted_.end();) {
+            if ((*it)->context == context) {
+              complete(**it, ErrorClass::policy, message);
+              it = posted_.erase(it);
+            } else {
+              ++it;
+            }
+          }
+        }
+        return request;
+      }
+    }
+  }
 
   if (world == config_.world_rank) {  // to self: matched in memory
+    if (audit() != nullptr && policy()->message_audit() != policy::MessageAudit::off) {
+      const std::uint64_t id = next_self_msg_++;
+      audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
+      audit_message("message.receive", world, context, op_code, tag, bytes, id, {data, bytes});
+    }
     if (auto posted = take_posted(context, world, tag)) {
       copy_bytes(posted->buffer, data, std::min(bytes, posted->capacity));
       finish_receive(*posted, world, tag, bytes);
@@ -298,10 +349,11 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
       peer->awaiting_sync_[header.aux] = request;
       request->pending_parts = 2;
     }
-    peer->channel_->enqueue(header, {data, bytes},
-                            [this, request, world](std::error_code ec) {
-                              part_done(request, ec, world);
-                            });
+    const auto id = peer->channel_->enqueue(header, {data, bytes},
+                                            [this, request, world](std::error_code ec) {
+                                              part_done(request, ec, world);
+                                            });
+    audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
   } else {
     // Rendezvous: announce the size; the data follows the receiver's CTS, straight from the
     // user's buffer. Completion therefore also proves the receive matched (ssend semantics).
@@ -310,6 +362,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     const auto id = peer->channel_->enqueue(header, {}, nullptr);
     peer->send_rendezvous_[id] = SendRendezvous{request, data, bytes, context, tag, 0, header.op};
     request->pending_parts = 1;
+    audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
   }
   flush_peer(*peer);
   return request;
@@ -343,9 +396,10 @@ void Engine::send_rendezvous_data(Peer& peer, SendRendezvous& transfer) {
 }
 
 void Engine::start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
-                                      const std::shared_ptr<RequestState>& request) {
+                                      const std::shared_ptr<RequestState>& request,
+                                      std::uint32_t context, std::uint16_t op) {
   request->matched = true;
-  peer.recv_rendezvous_[id] = RecvRendezvous{request, total, 0, tag};
+  peer.recv_rendezvous_[id] = RecvRendezvous{request, total, 0, tag, context, op};
   send_control(peer, FrameType::cts, id);
 }
 
@@ -362,7 +416,8 @@ void Engine::deliver_unexpected_to(Unexpected& message,
                "rank " + std::to_string(message.source) + " failed before sending its data");
       return;
     }
-    start_receive_rendezvous(*peer, message.rendezvous_id, message.bytes, message.tag, request);
+    start_receive_rendezvous(*peer, message.rendezvous_id, message.bytes, message.tag, request,
+                             message.context, message.op);
     return;
   }
   copy_bytes(request->buffer, message.data.data(),
@@ -402,6 +457,20 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   if (!abort_reason_.empty()) {
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
+  }
+  if (policy() != nullptr && request->source_world != ANY_SOURCE) {
+    // A receive the policy can never satisfy fails now rather than waiting forever.
+    const CommEntry& entry = entry_for(*comm);
+    const bool never = !entry.decisions->may_talk(request->source_world) ||
+                       (!collective && tag != ANY_TAG && !entry.decisions->tag_allowed(tag));
+    if (never && policy()->enforcing()) {
+      complete(*request, ErrorClass::policy,
+               "policy never lets rank " + std::to_string(source) + " send " +
+                   (collective ? std::string("collective traffic")
+                               : "tag " + std::to_string(tag)) +
+                   " to this rank on communicator '" + entry.name + "'");
+      return request;
+    }
   }
   if (request->source_world != ANY_SOURCE && request->source_world != config_.world_rank) {
     const Peer* peer = peers_[static_cast<std::size_t>(request->source_world)].get();
@@ -573,6 +642,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
   if (ready < 0) return;  // EINTR: the caller loops
 
   std::lock_guard lock(mu_);
+  if (freed_->any.load(std::memory_order_relaxed)) drain_freed();
   for (std::size_t i = 0; i < polled_peers_.size(); ++i) {
     Peer& peer = *polled_peers_[i];
     if (peer.failed_ || !peer.channel_) continue;
@@ -625,6 +695,8 @@ void Engine::background_loop() {
       background_cv_.wait_for(lock, 5ms, [&] { return stopping_.load(); });
     }
     if (stopping_) break;
+    // Bounds what a crash can lose of the audit log (its own lock, never the engine's).
+    if (config_.audit) config_.audit->flush_if_due();
     if (active_waiters_.load() > 0 || now_ns() - last_activity_ns_.load() < kQuietNs) continue;
     if (!progress_token_.try_lock()) continue;
     background_polling_ = true;
@@ -641,8 +713,16 @@ void Engine::background_loop() {
 void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   {
     std::lock_guard lock(mu_);
+    nlohmann::json finalize = {{"type", "finalize"}};
+    if (config_.audit) {
+      // The chain ends here: the head goes to the launcher, which signs it into the seal.
+      drain_freed();
+      config_.audit->event("rank.finalize", true);
+      const audit::ChainHead head = config_.audit->close();
+      finalize["audit_head"] = {{"seq", head.seq}, {"hash", head.hash}};
+    }
     if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
-      if (launch::write_bootstrap_message(bootstrap_fd_, {{"type", "finalize"}}, deadline)) {
+      if (launch::write_bootstrap_message(bootstrap_fd_, finalize, deadline)) {
         abort_job("lost the connection to the launcher during finalize");
       }
     }
@@ -693,6 +773,221 @@ void Engine::reserve_contexts_below(std::uint32_t limit) noexcept {
   }
 }
 
+// --- policy and audit ----------------------------------------------------------------------
+
+const Engine::CommEntry* Engine::find_entry(std::uint32_t context) const noexcept {
+  const std::size_t index = context >> 1;  // p2p context 2k and collective context 2k + 1
+  if (index >= comms_.size() || !comms_[index].decisions) return nullptr;
+  return &comms_[index];
+}
+
+Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::string& name) {
+  const std::size_t index = comm.context >> 1;
+  if (index >= comms_.size()) comms_.resize(index + 1);
+  CommEntry& entry = comms_[index];
+  entry.name = name;
+  entry.members = comm.world_ranks;
+  entry.freed = false;
+  entry.decisions =
+      policy()->compile_comm(name, comm.world_ranks, config_.world_rank, config_.world_size);
+  return entry;
+}
+
+Engine::CommEntry& Engine::entry_for(const CommState& comm) {
+  const std::size_t index = comm.context >> 1;
+  // One name copy per operation (no allocation for short names): a rename must take effect.
+  std::string name = comm.name();
+  if (index < comms_.size() && comms_[index].decisions) {
+    CommEntry& entry = comms_[index];
+    if (entry.name == name) return entry;
+    if (audit::AuditLog* log = audit()) {
+      log->event("comm.rename", true, {},
+                 {{"comm", name}, {"previous", entry.name}, {"context", comm.context}});
+    }
+  }
+  return compile_entry(comm, name);
+}
+
+void Engine::register_comm(const CommState& comm) {
+  std::lock_guard lock(mu_);
+  if (policy() == nullptr) return;
+  const CommEntry& entry = compile_entry(comm, comm.name());
+  if (audit::AuditLog* log = audit()) {
+    nlohmann::ordered_json fields = {{"comm", entry.name},
+                                     {"context", comm.context},
+                                     {"size", comm.size()},
+                                     {"rule", entry.decisions->rule()}};
+    // Member lists of huge communicators would bloat every log; the size says enough there.
+    if (comm.size() <= 64) fields["members"] = comm.world_ranks;
+    log->event("comm.create", true, {}, fields);
+  }
+  decide_undecided(comm.context);
+}
+
+std::optional<std::string> Engine::collective_denied(const CommState& comm, OpKind op) {
+  std::lock_guard lock(mu_);
+  if (policy() == nullptr) return std::nullopt;
+  const CommEntry& entry = entry_for(comm);
+  // Checked against this rank itself: membership and segmentation are per pair and are
+  // checked per message; what is left is the same for every member.
+  Verdict verdict = entry.decisions->check(config_.world_rank, static_cast<std::uint16_t>(op),
+                                           true, 0, 0);
+  if (verdict != Verdict::deny_op && verdict != Verdict::deny_comm_unknown) return std::nullopt;
+  if (on_denial(verdict, &entry, config_.world_rank, comm.collective_context(),
+                static_cast<std::uint16_t>(op), 0, 0, 0, "send") != Admit::deny) {
+    return std::nullopt;
+  }
+  return "policy denies " + std::string(op_kind_name(op)) + " on communicator '" + entry.name +
+         "': " + policy::verdict_text(verdict);
+}
+
+void Engine::drain_freed() {
+  std::vector<std::uint32_t> freed;
+  {
+    std::lock_guard lock(freed_->mu);
+    freed.swap(freed_->contexts);
+    freed_->any = false;
+  }
+  for (const std::uint32_t context : freed) {
+    const std::size_t index = context >> 1;
+    if (index >= comms_.size() || !comms_[index].decisions || comms_[index].freed) continue;
+    comms_[index].freed = true;
+    if (audit::AuditLog* log = audit()) {
+      log->event("comm.free", true, {}, {{"comm", comms_[index].name}, {"context", context}});
+    }
+  }
+}
+
+Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int peer,
+                                std::uint32_t context, std::uint16_t op, int tag,
+                                std::uint64_t bytes, std::uint64_t msg, const char* direction) {
+  const bool enforce = policy()->enforcing();
+  if (audit::AuditLog* log = audit()) {
+    audit::MessageRecord r;
+    r.action = "policy.deny";
+    r.success = false;
+    r.reason = policy::verdict_text(verdict);
+    r.peer = peer;
+    r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
+    r.context = context;
+    r.op = op <= kMaxOpKind ? op_kind_name(static_cast<OpKind>(op)).data() : "unknown";
+    r.tag = tag;
+    r.bytes = bytes;
+    r.msg = msg;
+    r.direction = direction;
+    r.dry_run = !enforce;  // audit mode: logged, not enforced
+    log->message(r);
+  }
+  if (!enforce) return Admit::allow;
+  last_denial_ = verdict;
+  if (std::string_view(direction) == "receive" && policy()->action() == policy::Action::abort &&
+      bootstrap_fd_ >= 0) {
+    // The launcher tears the job down and reports this reason.
+    const std::string reason = "policy violation: rank " + std::to_string(peer) + " sent " +
+                               std::to_string(bytes) + " bytes on communicator '" +
+                               (entry != nullptr ? entry->name : std::string("?")) + "' (tag " +
+                               std::to_string(tag) + "): " + policy::verdict_text(verdict);
+    (void)launch::write_bootstrap_message(
+        bootstrap_fd_, {{"type", "abort"}, {"code", kPolicyAbortCode}, {"reason", reason}},
+        std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  }
+  return Admit::deny;
+}
+
+Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
+  if (policy() == nullptr) return Admit::allow;
+  const CommEntry* entry = find_entry(header.context);
+  if (entry == nullptr) return Admit::pending;  // not created here yet: decided at registration
+  const bool collective = (header.context & 1u) != 0;
+  const std::uint64_t bytes = header.type == FrameType::rts ? header.aux : header.length;
+  const Verdict verdict =
+      entry->freed ? Verdict::deny_comm_unknown
+                   : entry->decisions->check(peer.world_rank_, header.op, collective, header.tag,
+                                             bytes);
+  if (verdict == Verdict::allow) return Admit::allow;
+  return on_denial(verdict, entry, peer.world_rank_, header.context, header.op, header.tag, bytes,
+                   header.sequence, "receive");
+}
+
+void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous) {
+  if (!peer.channel_ || peer.failed_) return;
+  FrameHeader header;
+  header.type = FrameType::deny;
+  header.source = static_cast<std::uint32_t>(config_.world_rank);
+  header.aux = id;
+  if (synchronous) header.flags = flags::kSynchronous;
+  const std::string_view reason = policy::verdict_text(last_denial_);  // static text
+  peer.channel_->enqueue(header, {reinterpret_cast<const std::uint8_t*>(reason.data()),
+                                  std::min(reason.size(), kMaxDenyReason)},
+                         nullptr);
+  flush_peer(peer);
+}
+
+void Engine::decide_undecided(std::uint32_t base_context) {
+  const CommEntry* entry = find_entry(base_context);
+  if (entry == nullptr) return;
+  for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+    if (!it->undecided || (it->context >> 1) != (base_context >> 1)) {
+      ++it;
+      continue;
+    }
+    it->undecided = false;
+    const bool collective = (it->context & 1u) != 0;
+    const Verdict verdict = entry->decisions->check(it->source, it->op, collective, it->tag, it->bytes);
+    const Admit decision =
+        verdict == Verdict::allow
+            ? Admit::allow
+            : on_denial(verdict, entry, it->source, it->context, it->op, it->tag, it->bytes,
+                        it->msg_id, "receive");
+    if (decision == Admit::allow) {
+      if (!it->rendezvous) {
+        audit_message("message.receive", it->source, it->context, it->op, it->tag, it->bytes,
+                      it->msg_id, it->data);
+      }
+      ++it;
+      continue;
+    }
+    Peer* peer = it->source == config_.world_rank
+                     ? nullptr
+                     : peers_[static_cast<std::size_t>(it->source)].get();
+    if (peer != nullptr) {
+      account_unexpected(*peer, -static_cast<std::int64_t>(it->rendezvous ? kRendezvousEntryCost
+                                                                          : it->bytes));
+      if (it->rendezvous) {
+        send_deny(*peer, it->rendezvous_id, false);
+      } else if (it->synchronous) {
+        send_deny(*peer, it->sync_id, true);
+      }
+    }
+    it = unexpected_.erase(it);
+  }
+}
+
+void Engine::audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
+                           int tag, std::uint64_t bytes, std::uint64_t msg,
+                           std::span<const std::uint8_t> payload) {
+  audit::AuditLog* log = audit();
+  if (log == nullptr || policy() == nullptr) return;
+  const auto level = policy()->message_audit();
+  if (level == policy::MessageAudit::off) return;
+  const CommEntry* entry = find_entry(context);
+  audit::MessageRecord r;
+  r.action = action;
+  r.peer = peer;
+  r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
+  r.context = context;
+  r.op = op <= kMaxOpKind ? op_kind_name(static_cast<OpKind>(op)).data() : "unknown";
+  r.tag = tag;
+  r.bytes = bytes;
+  r.msg = msg;
+  audit::Sha256 digest{};
+  if (level == policy::MessageAudit::digest) {
+    digest = audit::sha256(payload);
+    r.digest = &digest;
+  }
+  log->message(r);
+}
+
 // --- inbound frames ------------------------------------------------------------------------
 
 void Engine::Peer::begin_eager(const FrameHeader& header) {
@@ -725,6 +1020,14 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
         violation_ = "eager message of " + std::to_string(header.length) +
                      " bytes exceeds the eager limit";
         return {};
+      }
+      inflight_admit_ = engine_.admit(*this, header);
+      if (inflight_admit_ == Admit::deny) {
+        // Read the payload off the stream (framing must continue) and drop it.
+        using_scratch_ = true;
+        inflight_copy_bytes_ = 0;
+        scratch_.resize(header.length);
+        return scratch_;
       }
       begin_eager(header);
       if (inflight_recv_) {
@@ -764,8 +1067,9 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
       return scratch_;
     }
     case FrameType::abort:
-      if (header.length > kMaxAbortReason) {
-        violation_ = "oversized ABORT reason";
+    case FrameType::deny:
+      if (header.length > (header.type == FrameType::abort ? kMaxAbortReason : kMaxDenyReason)) {
+        violation_ = std::string("oversized ") + frame_type_name(header.type) + " reason";
         return {};
       }
       using_scratch_ = true;
@@ -786,7 +1090,20 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
   }
   switch (header.type) {
     case FrameType::eager: {
-      if (header.length == 0) begin_eager(header);
+      if (header.length == 0) {
+        inflight_admit_ = e.admit(*this, header);
+        if (inflight_admit_ != Admit::deny) begin_eager(header);
+      }
+      if (inflight_admit_ == Admit::deny) {
+        inflight_admit_ = Admit::allow;
+        // A synchronous sender waits for an acknowledgement: tell it instead.
+        if ((header.flags & flags::kSynchronous) != 0) e.send_deny(*this, header.aux, true);
+        return {};
+      }
+      if (inflight_admit_ == Admit::allow) {
+        e.audit_message("message.receive", world_rank_, header.context, header.op, header.tag,
+                        header.length, header.sequence, payload);
+      }
       if (inflight_recv_) {
         auto request = std::move(inflight_recv_);
         inflight_recv_.reset();
@@ -798,6 +1115,10 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       } else if (inflight_unexpected_) {
         Unexpected message = std::move(*inflight_unexpected_);
         inflight_unexpected_.reset();
+        message.op = header.op;
+        message.msg_id = header.sequence;
+        message.undecided = inflight_admit_ == Admit::pending;
+        inflight_admit_ = Admit::allow;
         e.account_unexpected(*this, static_cast<std::int64_t>(header.length));
         // A receive posted while this payload was being read must get it: it is the earliest
         // matching message, and a later one must not overtake it.
@@ -813,9 +1134,17 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     }
     case FrameType::rts: {
       const std::uint64_t id = header.sequence;
-      if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
-        e.start_receive_rendezvous(*this, id, header.aux, header.tag, request);
+      const Admit admit = e.admit(*this, header);
+      if (admit == Admit::deny) {
+        e.send_deny(*this, id, false);  // instead of CTS: the sender's request fails, no hang
         return {};
+      }
+      if (admit == Admit::allow) {
+        if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
+          e.start_receive_rendezvous(*this, id, header.aux, header.tag, request, header.context,
+                                     header.op);
+          return {};
+        }
       }
       Unexpected message;
       message.context = header.context;
@@ -824,6 +1153,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       message.rendezvous = true;
       message.bytes = header.aux;
       message.rendezvous_id = id;
+      message.op = header.op;
+      message.msg_id = id;
+      message.undecided = admit == Admit::pending;
       e.unexpected_.push_back(std::move(message));
       ++e.unexpected_generation_;
       e.account_unexpected(*this, static_cast<std::int64_t>(kRendezvousEntryCost));
@@ -853,6 +1185,12 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       }
       transfer.received += header.length;
       if (transfer.received == transfer.total) {
+        e.audit_message(
+            "message.receive", world_rank_, transfer.context, transfer.op, transfer.tag,
+            transfer.total, it->first,
+            {static_cast<const std::uint8_t*>(transfer.request->buffer),
+             static_cast<std::size_t>(std::min<std::uint64_t>(transfer.total,
+                                                              transfer.request->capacity))});
         auto request = std::move(transfer.request);
         const int tag = transfer.tag;
         const auto total = transfer.total;
@@ -870,6 +1208,32 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       auto request = std::move(it->second);
       awaiting_sync_.erase(it);
       e.part_done(request, {}, world_rank_);
+      return {};
+    }
+    case FrameType::deny: {
+      // The peer's policy refused our message: fail that request instead of waiting forever.
+      const std::string why = "rank " + std::to_string(world_rank_) +
+                              " refused the message by policy: " +
+                              std::string(payload.begin(), payload.end());
+      if ((header.flags & flags::kSynchronous) != 0) {
+        const auto it = awaiting_sync_.find(header.aux);
+        if (it == awaiting_sync_.end()) {
+          violation_ = "DENY for unknown synchronous message";
+          return errc::frame_unexpected;
+        }
+        auto request = std::move(it->second);
+        awaiting_sync_.erase(it);
+        e.complete(*request, ErrorClass::policy, why);
+        return {};
+      }
+      const auto it = send_rendezvous_.find(header.aux);
+      if (it == send_rendezvous_.end()) {
+        violation_ = "DENY for unknown transfer " + std::to_string(header.aux);
+        return errc::frame_unexpected;
+      }
+      auto request = std::move(it->second.request);
+      send_rendezvous_.erase(it);
+      e.complete(*request, ErrorClass::policy, why);
       return {};
     }
     case FrameType::goodbye:

@@ -17,6 +17,25 @@
 //
 // Every blocking wait has a way out: a failed channel fails the operations that depend on its
 // peer, and a job abort (from the launcher, or the launcher's death) fails all of them.
+//
+// Policy (src/policy) and audit (src/audit) hooks
+//  * Every communicator is registered (register_comm) with its rules precompiled for this rank
+//    (policy::CommDecisions, in comms_, indexed by context / 2). The hot-path check is a table
+//    lookup: no JSON, no string compare, no allocation.
+//  * Sender (isend): checks first, for an early, clear ErrorClass::policy error.
+//  * Receiver (Peer::payload_buffer / on_frame): authoritative. Every EAGER and RTS header is
+//    checked before its payload is accepted. A denied EAGER payload is read into scratch and
+//    dropped (a synchronous one is answered with DENY); a denied RTS gets DENY instead of CTS,
+//    so the sender's request fails with ErrorClass::policy instead of hanging. With
+//    "on_violation": "abort" the receiver also asks the launcher to abort the job.
+//  * A frame for a context this rank has not created yet (a split still running here) is kept
+//    as an unexpected message marked undecided (it counts against the peer's unexpected budget)
+//    and decided when the communicator is registered, before the application can see it.
+//    Frames for a freed communicator are denied.
+//  * A communicator's name is looked up again at this rank's next operation on it, so a rename
+//    (set_name) takes effect from then on; until then arriving frames use the old name.
+//  * Audit: denials always, message records per the policy's level; formatted into the audit
+//    log's buffer under its own lock (no system call per message; see audit/audit_log.hpp).
 
 #include <poll.h>
 
@@ -37,7 +56,9 @@
 #include "core/collective_kind.hpp"
 #include "core/comm_state.hpp"
 #include "core/request_state.hpp"
+#include "audit/audit_log.hpp"
 #include "launch/bootstrap_protocol.hpp"
+#include "policy/policy.hpp"
 #include "transport/channel.hpp"
 
 namespace sempi::detail {
@@ -51,7 +72,17 @@ struct EngineConfig {
   std::chrono::microseconds spin{100};
   /// Largest DATA frame of a rendezvous transfer.
   std::size_t rendezvous_chunk = 4u << 20;
+  /// The job's policy (null: allow everything, unaudited - only for engines built by tests).
+  std::shared_ptr<const policy::Policy> policy;
+  /// This rank's audit log (null: not audited, e.g. a singleton).
+  std::shared_ptr<audit::AuditLog> audit;
 };
+
+/// Testing hook (internal header only): simulates a compromised sender that skips its own
+/// policy checks, so tests can prove that the receiver still refuses what the policy denies.
+/// Any code in the rank's process could do as much (it owns that process); this does not weaken
+/// the receiver, which is the point of the test.
+void simulate_compromised_sender(bool skip_sender_checks) noexcept;
 
 class Engine {
  public:
@@ -101,6 +132,27 @@ class Engine {
   /// Non-empty if the job was aborted; operations then fail with this reason.
   [[nodiscard]] std::string abort_reason() const;
 
+  // --- policy and audit hooks ------------------------------------------------------------
+  [[nodiscard]] const policy::Policy* policy() const noexcept { return config_.policy.get(); }
+  [[nodiscard]] audit::AuditLog* audit() const noexcept { return config_.audit.get(); }
+  /// Registers a communicator (created here, or predefined) for policy decisions and decides
+  /// the messages that arrived for it before it existed. Audits "comm.create".
+  void register_comm(const CommState& comm);
+  /// Where a communicator's deleter reports that its last handle is gone (any thread; the
+  /// engine may already be destroyed, hence the weak handle). Audited as "comm.free".
+  struct FreedContexts {
+    std::mutex mu;
+    std::vector<std::uint32_t> contexts;
+    std::atomic<bool> any{false};
+  };
+  [[nodiscard]] std::weak_ptr<FreedContexts> freed_contexts() const { return freed_; }
+  /// For collective algorithms, before they post anything: the reason if the policy denies
+  /// collective `op` on `comm` for every member alike (communicator not named, or the
+  /// collective not listed), else nullopt. Every member gets the same answer, so all can fail
+  /// together: a member whose first round only receives would otherwise wait for peers whose
+  /// sends were refused. Audited; nullopt in dry-run mode (the denial is logged only).
+  std::optional<std::string> collective_denied(const CommState& comm, OpKind op);
+
  private:
   struct Unexpected {
     std::uint32_t context = 0;
@@ -112,13 +164,26 @@ class Engine {
     std::uint64_t rendezvous_id = 0;
     bool synchronous = false;
     std::uint64_t sync_id = 0;
+    std::uint16_t op = 0;
+    std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
+    bool undecided = false;    // arrived before its communicator existed here: see above
   };
   struct RecvRendezvous {
     std::shared_ptr<RequestState> request;
     std::uint64_t total = 0;
     std::uint64_t received = 0;
     int tag = 0;
+    std::uint32_t context = 0;
+    std::uint16_t op = 0;
   };
+  // One registered communicator (index: context / 2).
+  struct CommEntry {
+    std::shared_ptr<const policy::CommDecisions> decisions;  // null: not registered
+    std::string name;          // the name `decisions` was compiled for
+    std::vector<int> members;  // world ranks
+    bool freed = false;
+  };
+  enum class Admit { allow, deny, pending };
   struct SendRendezvous {
     std::shared_ptr<RequestState> request;
     const std::uint8_t* data = nullptr;
@@ -159,6 +224,7 @@ class Engine {
     std::unordered_map<std::uint64_t, RecvRendezvous> recv_rendezvous_;
     std::unordered_map<std::uint64_t, SendRendezvous> send_rendezvous_;
     std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> awaiting_sync_;
+    Admit inflight_admit_ = Admit::allow;  // policy decision for the frame being read
   };
 
   // All private members below require mu_ held unless stated otherwise.
@@ -171,7 +237,8 @@ class Engine {
   std::shared_ptr<RequestState> take_posted(std::uint32_t context, int source, int tag);
   void deliver_unexpected_to(Unexpected& message, const std::shared_ptr<RequestState>& request);
   void start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
-                                const std::shared_ptr<RequestState>& request);
+                                const std::shared_ptr<RequestState>& request,
+                                std::uint32_t context, std::uint16_t op);
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
                                         int tag);
   void read_peer(Peer& peer);
@@ -183,6 +250,20 @@ class Engine {
   void abort_job(const std::string& reason);
   void account_unexpected(Peer& peer, std::int64_t delta);
   void handle_bootstrap_message(const nlohmann::json& message);
+  // Policy and audit (mu_ held).
+  CommEntry& entry_for(const CommState& comm);  // registers lazily, recompiles on rename
+  const CommEntry* find_entry(std::uint32_t context) const noexcept;
+  CommEntry& compile_entry(const CommState& comm, const std::string& name);
+  Admit admit(Peer& peer, const transport::FrameHeader& header);
+  Admit on_denial(policy::Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
+                  std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
+                  const char* direction);
+  void send_deny(Peer& peer, std::uint64_t id, bool synchronous);  // reason: last_denial_
+  void decide_undecided(std::uint32_t base_context);
+  void audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
+                     int tag, std::uint64_t bytes, std::uint64_t msg,
+                     std::span<const std::uint8_t> payload);
+  void drain_freed();
   void notify_waiters();
   void kick() noexcept;  // wakes a thread blocked in poll(); any thread, no lock needed
 
@@ -204,6 +285,10 @@ class Engine {
   std::uint64_t next_sync_id_ = 1;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
   std::atomic<std::uint32_t> next_context_{4};
+  std::vector<CommEntry> comms_;
+  std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();
+  std::uint64_t next_self_msg_ = 1;  // message ids of sends to self (audit)
+  policy::Verdict last_denial_ = policy::Verdict::allow;  // reason sent with the next DENY
 
   int bootstrap_fd_ = -1;
   launch::BootstrapReader bootstrap_reader_;

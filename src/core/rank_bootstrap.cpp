@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -91,7 +92,9 @@ bool launched_by_sempirun() { return std::getenv(launch::kBootstrapFdVariable) !
 JoinedJob singleton_job() {
   JoinedJob job;
   job.job = pki::JobId::random();
-  job.policy_text = policy::PolicyDocument::default_policy().canonical;
+  const auto document = policy::PolicyDocument::default_policy();
+  job.policy_text = document.canonical;
+  job.policy = std::make_shared<const policy::Policy>(policy::Policy::compile(document));
   return job;
 }
 
@@ -133,6 +136,7 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   if (to_hex(policy.digest) != field<std::string>(welcome, "policy_digest")) {
     throw Error(ErrorClass::security, "policy digest from the launcher does not match its policy");
   }
+  joined.policy = std::make_shared<const policy::Policy>(policy::Policy::compile(policy));
 
   // Trust nothing the launcher said without checking it against the certificate itself.
   std::string why;
@@ -144,6 +148,34 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
                                           (identity ? std::string("identity mismatch") : why));
   }
 
+  // The audit log starts as soon as this rank knows who it is (rank, job, audit directory).
+  if (welcome.contains("audit_dir")) {
+    const auto dir = std::filesystem::path(field<std::string>(welcome, "audit_dir"));
+    joined.audit = audit::AuditLog::create(dir / audit::rank_file_name(joined.rank),
+                                           {joined.job.hex(), joined.rank});
+    joined.audit->event(
+        "rank.join", true, {},
+        {{"ranks", joined.size},
+         {"policy_digest", to_hex(policy.digest)},
+         {"policy_mode", policy::mode_name(joined.policy->mode())},
+         {"message_audit", policy::message_audit_name(joined.policy->message_audit())},
+         {"ca_fingerprint", to_hex(ca.fingerprint_sha256())},
+         {"certificate_fingerprint", to_hex(certificate.fingerprint_sha256())},
+         {"endpoint", transport::format_endpoint(listener.endpoint())},
+         {"pid", static_cast<long>(::getpid())}});
+  }
+  // Connection events: `detail` is the failure reason, or the TLS suite of a good channel.
+  const auto audit_event = [log = joined.audit](const char* action, bool success, int peer,
+                                                const std::string& detail) {
+    if (!log) return;
+    if (success) {
+      log->event(action, true, {}, {{"peer", peer}, {"tls_cipher", detail}});
+    } else {
+      log->event(action, false, detail, {{"peer", peer}});
+    }
+  };
+  const policy::Policy& rules = *joined.policy;
+
   transport::LocalEndpoint local;
   local.tls = transport::TlsContext::create(transport::TlsConfig{ca, certificate, key});
   local.hello.job = joined.job;
@@ -154,7 +186,16 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       env_bytes("SEMPI_MAX_UNEXPECTED_BYTES", local.hello.limits.max_unexpected_bytes);
 
   joined.channels.resize(static_cast<std::size_t>(joined.size));
-  const int higher = joined.size - 1 - joined.rank;
+  int higher = 0;
+  std::vector<int> skipped;  // never connected: the policy never lets them talk
+  for (int peer = 0; peer < joined.size; ++peer) {
+    if (peer == joined.rank) continue;
+    if (!rules.ever_talk(joined.rank, peer)) {
+      skipped.push_back(peer);
+    } else if (peer > joined.rank) {
+      ++higher;
+    }
+  }
 
   // Accept the higher ranks on a second thread while this one dials the lower ranks.
   auto accepted = std::async(std::launch::async, [&]() -> std::string {
@@ -165,9 +206,15 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       auto socket = listener.accept(deadline, ec);
       if (!socket.valid()) return "waiting for higher ranks to connect: " + ec.message();
       ChannelError error;
+      std::string refused_by_policy;
       auto claim = [&](std::uint32_t rank) {
         const auto r = static_cast<std::size_t>(rank);
         if (static_cast<int>(rank) <= joined.rank || connected[r]) return false;
+        if (!rules.ever_talk(joined.rank, static_cast<int>(rank))) {
+          refused_by_policy = "the policy never lets rank " + std::to_string(rank) +
+                              " talk to this rank";
+          return false;
+        }
         connected[r] = true;
         return true;
       };
@@ -176,9 +223,14 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       auto channel = Channel::accept(local, std::move(socket), claim, handshake_deadline, error);
       if (!channel) {
         // A refused peer is not fatal: the genuine rank may still connect.
-        spdlog::warn("sempi[rank {}]: refused a connection: {}", joined.rank, error.message());
+        const std::string reason =
+            refused_by_policy.empty() ? error.message() : refused_by_policy;
+        spdlog::warn("sempi[rank {}]: refused a connection: {}", joined.rank, reason);
+        audit_event("connection.refuse", false, -1, reason);
         continue;
       }
+      audit_event("connection.accept", true, static_cast<int>(channel->peer().rank),
+                  channel->cipher());
       joined.channels[channel->peer().rank] = std::move(channel);
       --remaining;
     }
@@ -187,13 +239,16 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
 
   std::string dial_error;
   for (int peer = 0; peer < joined.rank && dial_error.empty(); ++peer) {
+    if (!rules.ever_talk(joined.rank, peer)) continue;
     ChannelError error;
     auto channel = Channel::connect(local, transport::parse_endpoint(endpoints[static_cast<std::size_t>(peer)]),
                                     static_cast<std::uint32_t>(peer), deadline, error);
     if (!channel) {
       dial_error = "cannot connect to rank " + std::to_string(peer) + ": " + error.message();
+      audit_event("tls.failure", false, peer, error.message());
       break;
     }
+    audit_event("connection.open", true, peer, channel->cipher());
     joined.channels[static_cast<std::size_t>(peer)] = std::move(channel);
   }
   // On a failed dial, wake the accepting thread now rather than at the deadline.
@@ -201,6 +256,11 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   const std::string accept_error = accepted.get();
   if (!dial_error.empty()) throw Error(ErrorClass::security, dial_error);
   if (!accept_error.empty()) throw Error(ErrorClass::timeout, accept_error);
+  if (joined.audit) {
+    joined.audit->event("mesh.wired", true, {},
+                        {{"connected", joined.size - 1 - static_cast<int>(skipped.size())},
+                         {"never_connected", skipped}});
+  }
   return joined;
 }
 

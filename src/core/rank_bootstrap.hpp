@@ -5,13 +5,17 @@
 //
 // Wiring order: rank r dials every lower rank in increasing order while a second thread accepts
 // the higher ranks. Every dial waits only on lower ranks, so the order is deadlock-free.
+// Pairs that the policy never lets talk (policy::Policy::ever_talk, the same answer on both
+// ends) are neither dialed nor accepted.
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.hpp"
 #include "pki/job_id.hpp"
+#include "policy/policy.hpp"
 #include "transport/channel.hpp"
 
 namespace sempi::detail {
@@ -21,6 +25,8 @@ struct JoinedJob {
   int size = 1;
   pki::JobId job;
   std::string policy_text;
+  std::shared_ptr<const policy::Policy> policy;  // compiled policy_text
+  std::shared_ptr<audit::AuditLog> audit;         // null: not audited (singleton)
   std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
   transport::UniqueFd bootstrap;  // invalid for a singleton
 };

@@ -44,6 +44,8 @@ Runtime::Runtime() {
   const long cores = static_cast<long>(std::max(1u, std::thread::hardware_concurrency()));
   const long local_size = env_long("SEMPI_LOCAL_SIZE", job_.size);
   config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", local_size <= cores ? 200 : 0));
+  config.policy = job_.policy;  // decisions precompiled per communicator by the engine
+  config.audit = job_.audit;
   engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get());
 
   std::vector<int> everyone(static_cast<std::size_t>(job_.size));
@@ -52,6 +54,9 @@ Runtime::Runtime() {
                                              "world");
   self_ = std::make_shared<const CommState>(kSelfContext, std::vector<int>{job_.rank}, job_.rank,
                                             "self");
+  // Predefined communicators live as long as the runtime: no deleter hook needed.
+  engine_->register_comm(*world_);
+  engine_->register_comm(*self_);
 }
 
 Runtime::~Runtime() = default;

@@ -7,13 +7,21 @@
 //
 // rank -> launcher
 //   {"type":"enroll", "csr":PEM, "endpoint":"HOST:PORT", "pid":N}
-//   {"type":"finalize"}                      reached finalize; wait for finalize_ok
+//   {"type":"finalize"[, "audit_head":{"seq":N, "hash":HEX64}]}
+//                                            reached finalize; wait for finalize_ok. audit_head
+//                                            is the head of the rank's closed audit chain (last
+//                                            sequence number, SHA-256 of its last line; seq -1
+//                                            for an empty log); the launcher signs it into the
+//                                            job's seal (src/audit/seal.hpp). Without it (a rank
+//                                            that is not audited) the launcher reads the head
+//                                            from the rank's file. A malformed one is refused.
 //   {"type":"abort", "code":N, "reason":S}   the application called abort
 //   {"type":"peer_lost", "peer":R, "reason":S}  the channel to rank R broke without a goodbye;
 //                                            if this rank fails next, R is the likely cause
 // launcher -> rank
 //   {"type":"welcome", "rank":R, "size":N, "job":HEX, "certificate":PEM, "ca":PEM,
-//    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank)}
+//    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank),
+//    "audit_dir":PATH}                       absolute; the rank writes PATH/rank-<R>.jsonl
 //   {"type":"finalize_ok"}                   every rank reached finalize
 //   {"type":"abort", "reason":S}             the job is being torn down
 //   {"type":"error", "reason":S}             enrollment refused (bad CSR, ...)

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "pki/pem_files.hpp"
+#include "policy/policy.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::launch {
@@ -20,8 +21,10 @@ constexpr const char* kUsage =
     "  -n N, -np N          number of ranks, 1..4096 (default 1)\n"
     "  -x VAR               forward VAR from this environment to every rank (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in every rank's environment (repeatable)\n"
-    "  --policy FILE        the job's policy (JSON); default: allow everything\n"
-    "  --audit-dir DIR      audit log directory (created with mode 0700 if missing)\n"
+    "  --policy FILE        the job's policy (JSON, see 'sempi policy check'); default:\n"
+    "                       every rank, every operation, every communicator\n"
+    "  --audit-dir DIR      the job's audit log directory (mode 0700; must not hold a log\n"
+    "                       yet); default ./sempi-audit/JOBID\n"
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --help               print this help\n"
@@ -180,7 +183,14 @@ policy::PolicyDocument load_policy(const LaunchOptions& options) {
     throw Error(ErrorClass::config,
                 "policy file " + options.policy_file->string() + " is a directory");
   }
-  return policy::PolicyDocument::load(*options.policy_file);
+  auto document = policy::PolicyDocument::load(*options.policy_file);
+  // Refuse an invalid policy before any rank starts; the message lists each JSON path.
+  try {
+    (void)policy::Policy::compile(document);
+  } catch (const Error& e) {
+    throw Error(ErrorClass::config, options.policy_file->string() + ": " + e.what());
+  }
+  return document;
 }
 
 void prepare_audit_dir(const LaunchOptions& options) {

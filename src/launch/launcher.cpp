@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -18,12 +21,17 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_log.hpp"
+#include "audit/seal.hpp"
+#include "common/hex.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "launch/enrollment.hpp"
 #include "launch/output_forwarder.hpp"
 #include "launch/rank_process.hpp"
 #include "pki/job_ca.hpp"
 #include "pki/job_id.hpp"
+#include "pki/pem_files.hpp"
+#include "policy/policy.hpp"
 #include "sempi/error.hpp"
 
 extern char** environ;  // NOLINT: POSIX
@@ -185,6 +193,55 @@ std::string variable_name(std::string_view entry) {
   return std::string(entry.substr(0, entry.find('=')));
 }
 
+// {"seq":N,"hash":HEX64} from a rank's finalize message.
+std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
+  if (!value.is_object()) return std::nullopt;
+  const auto seq = value.find("seq");
+  const auto hash = value.find("hash");
+  if (seq == value.end() || !seq->is_number_integer() || seq->get<std::int64_t>() < -1 ||
+      hash == value.end() || !hash->is_string()) {
+    return std::nullopt;
+  }
+  const auto& text = hash->get_ref<const std::string&>();
+  if (text.size() != 64 || !std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      })) {
+    return std::nullopt;
+  }
+  return audit::ChainHead{seq->get<std::int64_t>(), text};
+}
+
+// The head of a rank's log as its file has it: the last complete line. For ranks that died
+// before they could report their head at finalize.
+std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string content = buffer.str();
+  const auto end = content.rfind('\n');
+  if (end == std::string::npos) return audit::ChainHead{};
+  const auto start = content.rfind('\n', end == 0 ? 0 : end - 1);
+  const std::string line =
+      content.substr(start == std::string::npos || end == 0 ? 0 : start + 1,
+                     end - (start == std::string::npos || end == 0 ? 0 : start + 1));
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  std::int64_t seq = -1;
+  if (json.is_object() && json.contains("event") && json["event"].is_object()) {
+    seq = json["event"].value("sequence", std::int64_t{-1});
+  }
+  return audit::ChainHead{seq, to_hex(audit::sha256(line))};
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
+}
+
 }  // namespace
 
 // --- the job --------------------------------------------------------------------------------
@@ -206,6 +263,7 @@ class Launcher::Job {
 
     const auto job = pki::JobId::random();
     enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_);
+    start_audit(job);
     const std::vector<std::string> base_env = build_base_env();
     if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
 
@@ -244,6 +302,7 @@ class Launcher::Job {
       rank->out.finish();
       rank->err.finish();
     }
+    seal_audit();
     return exit_status_.value_or(0);
   }
 
@@ -265,6 +324,77 @@ class Launcher::Job {
     // rank can still read our error reply and abort notice before it sees EOF.
     bool listening = true;
   };
+
+  // --- audit --------------------------------------------------------------------------------
+
+  // The job's audit directory (--audit-dir, default ./sempi-audit/<jobid>), the launcher log
+  // with its header record, and the job's seal key. Before any rank starts: a job that cannot
+  // be audited does not run.
+  void start_audit(const pki::JobId& job) {
+    audit_dir_ = options_.audit_dir ? *options_.audit_dir
+                                    : std::filesystem::path("sempi-audit") / job.hex();
+    pki::make_private_dir(audit_dir_);
+    audit_dir_ = std::filesystem::absolute(audit_dir_);  // ranks may run elsewhere
+    audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
+                                     {job.hex(), std::nullopt, /*flush_each=*/true});
+    seal_key_.emplace(audit::SealKey::generate());
+    heads_.assign(options_.size, std::nullopt);
+    const auto rules = policy::Policy::compile(policy_);
+    audit_->event(
+        "job.start", true, {},
+        {{"ranks", options_.size},
+         {"program", options_.program.front()},
+         {"uid", static_cast<long>(::getuid())},
+         {"policy_digest", to_hex(policy_.digest)},
+         {"policy_default", policy_.is_default},
+         {"policy_mode", policy::mode_name(rules.mode())},
+         {"on_violation", policy::action_name(rules.action())},
+         {"message_audit", policy::message_audit_name(rules.message_audit())},
+         {"ca_fingerprint", to_hex(enrollment_->ca().certificate().fingerprint_sha256())},
+         {"audit_key", {{"algorithm", "ed25519"}, {"public_key", seal_key_->public_key_hex()}}}});
+    if (policy_.is_default) {
+      audit_->event("policy.default", true,
+                    "no --policy given: the built-in default policy applies (every rank may "
+                    "talk to every rank, every operation on every communicator, no message "
+                    "audit)");
+    }
+  }
+
+  void audit_event(std::string_view action, bool success, std::string_view reason,
+                   const nlohmann::ordered_json& fields = nlohmann::ordered_json::object()) {
+    if (audit_) audit_->event(action, success, reason, fields);
+  }
+
+  // Collects every rank's chain head (reported at finalize, or read from the file of a rank
+  // that died) and signs them with the launcher's own head into the seal.
+  void seal_audit() {
+    if (!audit_) return;
+    audit_event("job.end", exit_status_.value_or(0) == 0, end_reason_,
+                {{"exit_status", exit_status_.value_or(0)},
+                 {"policy_digest", to_hex(policy_.digest)},
+                 {"ca_fingerprint", to_hex(enrollment_->ca().certificate().fingerprint_sha256())}});
+    nlohmann::json ranks = nlohmann::json::array();
+    for (std::uint32_t r = 0; r < options_.size; ++r) {
+      const auto path = audit_dir_ / audit::rank_file_name(static_cast<int>(r));
+      std::optional<audit::ChainHead> head = heads_[r];
+      std::string source = "reported";
+      if (!head) {
+        head = head_from_file(path);
+        source = head ? "file" : "none";
+      }
+      if (!head) head = audit::ChainHead{};
+      ranks.push_back({{"rank", r}, {"seq", head->seq}, {"hash", head->hash}, {"source", source}});
+    }
+    const audit::ChainHead launcher = audit_->head();
+    const nlohmann::json seal = {{"job", enrollment_->ca().job().hex()},
+                                 {"sealed_at", utc_now()},
+                                 {"launcher", {{"seq", launcher.seq}, {"hash", launcher.hash}}},
+                                 {"ranks", ranks}};
+    const std::string signature = seal_key_->sign(audit::seal_message(seal));
+    audit_->event("audit.seal", true, {},
+                  {{"seal", nlohmann::ordered_json(seal)}, {"signature", signature}});
+    audit_->close();
+  }
 
   // Each rank holds three of our descriptors (bootstrap, stdout, stderr), and starting one
   // takes a few more for a moment. Refusing up front beats failing halfway through the start.
@@ -426,6 +556,8 @@ class Launcher::Job {
   void cause(int status, const std::string& reason, bool immediate) {
     if (exit_status_) return;
     exit_status_ = status;
+    end_reason_ = reason;
+    audit_event("job.teardown", false, reason, {{"exit_status", status}});
     const nlohmann::json notice = {{"type", "abort"}, {"reason", reason}};
     const auto deadline = Clock::now() + kAbortNoticeBudget;
     for (auto& rank : ranks_) {
@@ -573,9 +705,14 @@ class Launcher::Job {
     if (exit_status_) return;  // tearing down: no more certificates, no more fences
     if (type == "enroll") {
       if (const auto refused = enrollment_->enroll(r, message)) {
+        audit_event("rank.enroll", false, *refused, {{"rank", r}});
         protocol_error(r, "was refused enrollment: " + *refused);
         return;
       }
+      audit_event("rank.enroll", true, {}, {{"rank", r}});
+      audit_event("certificate.issue", true, {},
+                  {{"rank", r},
+                   {"fingerprint", to_hex(enrollment_->certificate(r)->fingerprint_sha256())}});
       for (std::uint32_t u = 0; u < ranks_.size(); ++u) {
         if (ranks_[u]->exited_unjoined) {
           fail_rank(u, "exited without joining the job", 1);
@@ -584,14 +721,28 @@ class Launcher::Job {
       }
       if (enrollment_->all_enrolled()) {
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
-          send(w, enrollment_->welcome(w));
+          auto welcome = enrollment_->welcome(w);
+          welcome["audit_dir"] = audit_dir_.string();
+          send(w, welcome);
         }
       }
     } else if (type == "finalize") {
+      std::optional<audit::ChainHead> head;
+      if (const auto it = message.find("audit_head"); it != message.end()) {
+        head = parse_head(*it);
+        if (!head) {
+          protocol_error(r, "sent a finalize with a malformed audit_head");
+          return;
+        }
+      }
       if (const auto refused = enrollment_->finalize(r)) {
         protocol_error(r, "sent an invalid finalize: " + *refused);
         return;
       }
+      if (head) heads_[r] = *head;
+      audit_event("rank.finalize", true, {},
+                  head ? nlohmann::ordered_json{{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}}
+                       : nlohmann::ordered_json{{"rank", r}});
       if (enrollment_->all_finalized()) {
         const nlohmann::json ok = {{"type", "finalize_ok"}};
         for (std::uint32_t w = 0; w < ranks_.size(); ++w) send(w, ok);
@@ -613,6 +764,7 @@ class Launcher::Job {
     }
     const std::string text = "rank " + std::to_string(r) + " called abort (code " +
                              std::to_string(code) + ")" + (reason.empty() ? "" : ": " + reason);
+    audit_event("rank.abort", false, reason, {{"rank", r}, {"code", code}});
     report(text);
     // Exit statuses are 8 bits; a code outside 1..255 still has to read as a failure.
     cause(code >= 1 && code <= 255 ? static_cast<int>(code) : 1, text, false);
@@ -663,6 +815,7 @@ class Launcher::Job {
 
   void fail_rank(std::uint32_t r, const std::string& how, int status) {
     const std::string text = "rank " + std::to_string(r) + " " + how;
+    audit_event("rank.failure", false, how, {{"rank", r}, {"exit_status", status}});
     report(text);
     cause(status, text, false);
   }
@@ -681,6 +834,12 @@ class Launcher::Job {
   std::optional<TimePoint> kill_at_;
   std::optional<TimePoint> drain_deadline_;
   std::optional<TimePoint> blame_deadline_;
+  // Audit: the job's directory and log, the seal key, and the heads ranks reported.
+  std::filesystem::path audit_dir_;
+  std::unique_ptr<audit::AuditLog> audit_;
+  std::optional<audit::SealKey> seal_key_;
+  std::vector<std::optional<audit::ChainHead>> heads_;
+  std::string end_reason_;
 };
 
 Launcher::Launcher(LaunchOptions options, policy::PolicyDocument policy)

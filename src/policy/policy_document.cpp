@@ -10,16 +10,19 @@
 namespace sempi::policy {
 namespace {
 
+// The documented default (config/README.md, config/examples/allow-all.json): every rank may
+// talk to every rank, every operation on every communicator, no size limit, no message audit.
 constexpr const char* kDefaultPolicy = R"({
   "version": 1,
   "mode": "enforce",
+  "on_violation": "drop",
   "groups": { "all": "*" },
+  "segmentation": [ { "between": ["all", "all"] } ],
   "communicators": [
     { "name": "*", "members": "*", "collectives": "*", "p2p_tags": "*" }
   ],
-  "segmentation": [ { "from": "all", "to": "all" } ],
   "limits": {},
-  "on_violation": "drop"
+  "audit": { "messages": "off" }
 })";
 
 PolicyDocument from_json(nlohmann::json json, bool is_default) {

@@ -62,6 +62,7 @@ const char* frame_type_name(FrameType type) noexcept {
     case FrameType::control: return "CONTROL";
     case FrameType::goodbye: return "GOODBYE";
     case FrameType::abort: return "ABORT";
+    case FrameType::deny: return "DENY";
   }
   return "UNKNOWN";
 }

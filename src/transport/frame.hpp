@@ -15,7 +15,7 @@
 //      20    4 reserved     must be zero
 //      24    8 sequence     per channel and direction, starts at 0 (HELLO), +1 per frame
 //      32    8 length       payload bytes in this frame
-//      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA: rendezvous id)
+//      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA/DENY: rendezvous id)
 
 #include <array>
 #include <cstddef>
@@ -38,8 +38,11 @@ enum class FrameType : std::uint8_t {
   control = 7,   // runtime control (communicator agreement, barrier of the launcher, ...)
   goodbye = 8,   // orderly close: the sender will send nothing more
   abort = 9,     // the job is aborting; payload is a UTF-8 reason
+  deny = 10,     // the receiver's policy refused a message: `aux` is the RTS's rendezvous id, or
+                 // with flag kSynchronous the synchronous EAGER's sync id; payload: a short
+                 // UTF-8 reason. The sender fails that request with ErrorClass::policy.
 };
-inline constexpr std::uint8_t kMaxFrameType = 9;
+inline constexpr std::uint8_t kMaxFrameType = 10;
 
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)

@@ -72,6 +72,18 @@ TEST(FrameHeader, RejectsUnknownTypes) {
   }
 }
 
+TEST(FrameHeader, DenyIsTheHighestKnownType) {
+  // DENY (policy refusal, answered instead of CTS / SYNC_ACK) must decode; the next must not.
+  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::deny));
+  auto h = sample();
+  h.type = FrameType::deny;
+  h.length = 12;
+  FrameHeader out;
+  ASSERT_FALSE(decode(encode_frame_header(h), 42, out));
+  EXPECT_EQ(out.type, FrameType::deny);
+  EXPECT_STREQ(frame_type_name(FrameType::deny), "DENY");
+}
+
 TEST(FrameHeader, RejectsUnknownFlagsAndReservedBits) {
   FrameHeader out;
   auto bytes = encode_frame_header(sample());

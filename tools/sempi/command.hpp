@@ -13,5 +13,7 @@ inline constexpr int kExitFinding = 1;
 inline constexpr int kExitUsage = 2;
 
 int run_pki(const std::vector<std::string>& args);
+int run_policy(const std::vector<std::string>& args);
+int run_audit(const std::vector<std::string>& args);
 
 }  // namespace sempi::tool

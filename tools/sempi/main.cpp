@@ -16,6 +16,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  pki       job CA, rank certificates and inspection (sempi pki --help)\n"
+    "  policy    validate a policy and explain its decisions (sempi policy --help)\n"
+    "  audit     verify, report on and reconcile audit logs (sempi audit --help)\n"
     "  version   print the version\n";
 
 }  // namespace
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
     if (command == "pki") return sempi::tool::run_pki(rest);
+    if (command == "policy") return sempi::tool::run_policy(rest);
+    if (command == "audit") return sempi::tool::run_audit(rest);
     if (command == "version" || command == "--version") {
       std::printf("sempi %s\n", sempi::kVersionString);
       return sempi::tool::kExitOk;

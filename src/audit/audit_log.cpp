@@ -1,0 +1,276 @@
+#include "audit/audit_log.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "common/hex.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::audit {
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+template <class T>
+void append_number(std::string& out, T value) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, end);
+}
+
+void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
+  for (const auto b : bytes) {
+    out.push_back(kHexDigits[b >> 4]);
+    out.push_back(kHexDigits[b & 0xf]);
+  }
+}
+
+void append_string(std::string& out, std::string_view text) {
+  out.push_back('"');
+  append_json_escaped(out, text);
+  out.push_back('"');
+}
+
+struct MdCtxHolder {
+  pki::EvpMdCtxPtr ctx{EVP_MD_CTX_new()};
+};
+
+}  // namespace
+
+std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".jsonl"; }
+
+void append_json_escaped(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u >= 0x80) {
+          out += "\\u00";
+          out.push_back(kHexDigits[u >> 4]);
+          out.push_back(kHexDigits[u & 0xf]);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+}
+
+Sha256 sha256(std::span<const std::uint8_t> data) {
+  // One context per thread, reused: hashing every record must not allocate.
+  thread_local MdCtxHolder holder;
+  Sha256 out{};
+  unsigned int len = 0;
+  if (!holder.ctx || EVP_DigestInit_ex(holder.ctx.get(), EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(holder.ctx.get(), data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(holder.ctx.get(), out.data(), &len) != 1 || len != out.size()) {
+    throw Error(ErrorClass::intern, "SHA-256 failed");
+  }
+  return out;
+}
+
+Sha256 sha256(std::string_view text) {
+  return sha256(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+std::unique_ptr<AuditLog> AuditLog::create(const std::filesystem::path& file, Options options) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                        0600);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(ErrorClass::io, "cannot create audit log " + file.string() + ": " +
+                                    std::strerror(err) +
+                                    (err == EEXIST ? " (use a fresh --audit-dir for each job)" : ""));
+  }
+  // The umask may have narrowed 0600; it can never widen it, but be explicit.
+  ::fchmod(fd, 0600);
+  return std::unique_ptr<AuditLog>(new AuditLog(file, fd, std::move(options)));
+}
+
+AuditLog::AuditLog(std::filesystem::path path, int fd, Options options)
+    : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
+  line_.reserve(1024);
+  buffer_.reserve(options_.flush_bytes + 4096);
+}
+
+AuditLog::~AuditLog() {
+  if (!closed_) close();
+}
+
+void AuditLog::begin(std::string_view action, bool success, std::string_view reason) {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);  // vDSO: no system call
+  if (ts.tv_sec != ts_second_) {
+    ts_second_ = ts.tv_sec;
+    std::tm tm{};
+    const std::time_t t = ts.tv_sec;
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    ts_prefix_.assign(buf, n);
+  }
+  line_.clear();
+  line_ += "{\"@timestamp\":\"";
+  line_ += ts_prefix_;
+  line_.push_back('.');
+  char micros[6];
+  long us = ts.tv_nsec / 1000;
+  for (int i = 5; i >= 0; --i) {
+    micros[i] = static_cast<char>('0' + us % 10);
+    us /= 10;
+  }
+  line_.append(micros, 6);
+  line_ += "Z\",\"event\":{\"sequence\":";
+  append_number(line_, seq_ + 1);
+  line_ += ",\"action\":";
+  append_string(line_, action);
+  line_ += success ? ",\"outcome\":\"success\"" : ",\"outcome\":\"failure\"";
+  if (!reason.empty()) {
+    line_ += ",\"reason\":";
+    append_string(line_, reason);
+  }
+  line_ += "},\"sempi\":{\"job\":";
+  append_string(line_, options_.job);
+  if (options_.rank) {
+    line_ += ",\"source\":\"rank\",\"rank\":";
+    append_number(line_, *options_.rank);
+  } else {
+    line_ += ",\"source\":\"launcher\"";
+  }
+}
+
+void AuditLog::finish() {
+  line_ += ",\"prev\":\"";
+  line_ += prev_;
+  line_ += "\"}}";
+  const Sha256 digest = sha256(line_);
+  prev_.clear();
+  append_hex(prev_, digest);
+  ++seq_;
+  if (buffer_.empty()) oldest_ = std::chrono::steady_clock::now();
+  buffer_ += line_;
+  buffer_.push_back('\n');
+  if (options_.flush_each || buffer_.size() >= options_.hard_limit) {
+    write_buffer();
+  } else if (buffer_.size() >= options_.flush_bytes ||
+             std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
+    write_buffer();
+  }
+}
+
+void AuditLog::event(std::string_view action, bool success, std::string_view reason,
+                     const nlohmann::ordered_json& fields) {
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    ++dropped_;
+    return;
+  }
+  begin(action, success, reason);
+  if (fields.is_object()) {
+    for (const auto& [key, value] : fields.items()) {
+      line_.push_back(',');
+      append_string(line_, key);
+      line_.push_back(':');
+      line_ += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+    }
+  }
+  finish();
+}
+
+void AuditLog::message(const MessageRecord& r) {
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    ++dropped_;
+    return;
+  }
+  begin(r.action, r.success, r.reason != nullptr ? std::string_view(r.reason) : std::string_view());
+  line_ += ",\"peer\":";
+  append_number(line_, r.peer);
+  line_ += ",\"comm\":";
+  append_string(line_, r.comm);
+  line_ += ",\"context\":";
+  append_number(line_, r.context);
+  line_ += ",\"op\":\"";
+  line_ += r.op;
+  line_ += "\",\"tag\":";
+  append_number(line_, r.tag);
+  line_ += ",\"bytes\":";
+  append_number(line_, r.bytes);
+  line_ += ",\"msg\":";
+  append_number(line_, r.msg);
+  if (r.direction != nullptr) {
+    line_ += ",\"direction\":\"";
+    line_ += r.direction;
+    line_ += "\"";
+  }
+  if (r.dry_run) line_ += ",\"dry_run\":true";
+  if (r.digest != nullptr) {
+    line_ += ",\"sha256\":\"";
+    append_hex(line_, *r.digest);
+    line_ += "\"";
+  }
+  finish();
+}
+
+void AuditLog::write_buffer() {
+  std::size_t off = 0;
+  while (off < buffer_.size() && !write_failed_) {
+    const ssize_t n = ::write(fd_, buffer_.data() + off, buffer_.size() - off);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      // The log is now incomplete; `sempi audit verify` will report the gap. Say it once.
+      write_failed_ = true;
+      spdlog::error("sempi: cannot write audit log {}: {}", path_.string(),
+                    n < 0 ? std::strerror(errno) : "short write");
+    }
+  }
+  buffer_.clear();
+}
+
+void AuditLog::flush() {
+  std::lock_guard lock(mu_);
+  if (!buffer_.empty()) write_buffer();
+}
+
+void AuditLog::flush_if_due() {
+  std::lock_guard lock(mu_);
+  if (buffer_.empty()) return;
+  if (buffer_.size() >= options_.flush_bytes ||
+      std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
+    write_buffer();
+  }
+}
+
+ChainHead AuditLog::close() {
+  std::lock_guard lock(mu_);
+  if (!closed_) {
+    closed_ = true;
+    if (!buffer_.empty()) write_buffer();
+    ::fsync(fd_);
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return {seq_, prev_};
+}
+
+ChainHead AuditLog::head() const {
+  std::lock_guard lock(mu_);
+  return {seq_, prev_};
+}
+
+}  // namespace sempi::audit

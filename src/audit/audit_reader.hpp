@@ -1,0 +1,85 @@
+#pragma once
+// Reading a job's audit directory back: verification of the hash chains and the seal, the
+// traffic report, and send/receive reconciliation (the logic behind `sempi audit`).
+//
+// Input is untrusted (that is the point of verifying it): every line is parsed defensively and
+// a malformed one is a finding, never a crash.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_log.hpp"
+
+namespace sempi::audit {
+
+struct Record {
+  std::size_t line = 0;  // 1-based
+  std::string text;      // the line without its newline
+  nlohmann::json json;   // discarded if the line is not a JSON object
+  [[nodiscard]] bool parsed() const { return json.is_object(); }
+  /// event.sequence, or -1.
+  [[nodiscard]] std::int64_t seq() const;
+  [[nodiscard]] std::string action() const;
+  [[nodiscard]] const nlohmann::json* sempi(const char* key) const;
+};
+
+struct LogFile {
+  std::string name;  // file name inside the directory
+  bool exists = false;
+  bool ends_without_newline = false;  // the last line was cut off
+  std::vector<Record> records;
+};
+
+struct AuditDir {
+  std::filesystem::path dir;
+  LogFile launcher;
+  std::map<int, LogFile> ranks;  // by rank, from the file names and the launcher's job.start
+};
+
+/// Reads every log file of the directory. Throws sempi::Error(config) if it is not a directory.
+AuditDir load_audit_dir(const std::filesystem::path& dir);
+
+/// One broken place. kind: edited, deleted, reordered, truncated, corrupt, missing, appended,
+/// bad_seal, unsealed, foreign (a record of another job or rank).
+struct Finding {
+  std::string file;
+  std::size_t line = 0;  // 0: the file as a whole
+  std::string kind;
+  std::string message;
+};
+
+struct VerifyResult {
+  std::vector<Finding> findings;
+  bool sealed = false;
+  std::size_t files = 0;
+  std::size_t records = 0;
+  [[nodiscard]] bool ok() const { return findings.empty(); }
+};
+
+/// Verifies every chain against the seal. With `public_key` (hex), the seal must be signed by it.
+VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& public_key);
+
+/// Traffic matrix (messages and bytes per rank pair and communicator, from message.send
+/// records), receives, and every denial and failure.
+nlohmann::ordered_json report_json(const AuditDir& dir);
+std::string report_text(const nlohmann::ordered_json& report);
+
+struct ReconcileResult {
+  std::size_t sends = 0;
+  std::size_t matched = 0;
+  std::size_t denied = 0;  // sends the receiver refused (policy.deny, direction receive)
+  std::vector<std::string> unmatched;  // one line each
+  std::vector<std::string> mismatched;  // matched by id, but bytes/tag/comm disagree
+  bool message_records = false;  // false: message audit was off, nothing to reconcile
+};
+/// Matches every message.send with the message.receive (or receive-side denial) of the same
+/// (sender, receiver, message id).
+ReconcileResult reconcile(const AuditDir& dir);
+
+}  // namespace sempi::audit

@@ -1,0 +1,55 @@
+#include "audit/seal.hpp"
+
+#include "common/hex.hpp"
+#include "pki/ossl.hpp"
+
+namespace sempi::audit {
+
+std::string seal_message(const nlohmann::json& seal) {
+  // nlohmann::json keeps object keys sorted: the dump is canonical for what we write.
+  return std::string(kSealContext) + seal.dump();
+}
+
+SealKey SealKey::generate() { return SealKey(pki::PrivateKey::generate(pki::KeyType::ed25519)); }
+
+std::string SealKey::public_key_hex() const {
+  pki::OsslErrorScope scope;
+  std::uint8_t raw[32];
+  std::size_t len = sizeof raw;
+  if (EVP_PKEY_get_raw_public_key(key_.get(), raw, &len) != 1 || len != sizeof raw) {
+    pki::throw_openssl_error("cannot export the audit public key");
+  }
+  return to_hex(std::span<const std::uint8_t>(raw, len));
+}
+
+std::string SealKey::sign(std::string_view message) const {
+  pki::OsslErrorScope scope;
+  pki::EvpMdCtxPtr ctx{EVP_MD_CTX_new()};
+  std::uint8_t sig[64];
+  std::size_t len = sizeof sig;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), sig, &len, reinterpret_cast<const std::uint8_t*>(message.data()),
+                     message.size()) != 1) {
+    pki::throw_openssl_error("cannot sign the audit seal");
+  }
+  return to_hex(std::span<const std::uint8_t>(sig, len));
+}
+
+bool verify_seal_signature(std::string_view public_key_hex, std::string_view message,
+                           std::string_view signature_hex) {
+  const auto pub = from_hex(public_key_hex);
+  const auto sig = from_hex(signature_hex);
+  if (!pub || pub->size() != 32 || !sig || sig->size() != 64) return false;
+  pki::OsslErrorScope scope;
+  pki::EvpPkeyPtr key{
+      EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, pub->data(), pub->size())};
+  pki::EvpMdCtxPtr ctx{EVP_MD_CTX_new()};
+  const bool ok =
+      key && ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) == 1 &&
+      EVP_DigestVerify(ctx.get(), sig->data(), sig->size(),
+                       reinterpret_cast<const std::uint8_t*>(message.data()), message.size()) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
+}  // namespace sempi::audit

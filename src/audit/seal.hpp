@@ -1,0 +1,51 @@
+#pragma once
+// The job's audit seal: the launcher's last record, signed with an Ed25519 key generated for the
+// job (its public key is in the launcher log's first record, "job.start").
+//
+// The seal object (sempi.seal in the "audit.seal" record) names every chain head:
+//   {"job":HEX, "sealed_at":TIMESTAMP,
+//    "launcher":{"seq":N,"hash":HEX},            head of launcher.jsonl before the seal
+//    "ranks":[{"rank":R,"seq":N,"hash":HEX,"source":S}, ...]}
+// S is "reported" (the rank sent its head with its finalize message), "file" (the rank did not
+// report - it died or was killed - so the launcher took the last complete record of its file),
+// or "none" (no file: the rank never joined). The signature (sempi.signature, hex) covers
+// kSealContext followed by the seal object's canonical JSON (keys sorted, compact).
+//
+// What the seal proves: nothing in the sealed chains changed after the launcher signed, given
+// that the verifier trusts the public key. A wholesale rewrite with a fresh key is detectable
+// only against a key obtained out of band: `sempi audit verify --public-key HEX`.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "pki/key.hpp"
+
+namespace sempi::audit {
+
+inline constexpr std::string_view kSealContext = "sempi audit seal v1\n";
+
+/// The message the seal signature covers.
+std::string seal_message(const nlohmann::json& seal);
+
+class SealKey {
+ public:
+  /// A fresh Ed25519 key, in memory only. Throws sempi::Error(security).
+  static SealKey generate();
+  /// Raw 32-byte public key, hex.
+  [[nodiscard]] std::string public_key_hex() const;
+  /// Ed25519 signature (hex) over `message`.
+  [[nodiscard]] std::string sign(std::string_view message) const;
+
+ private:
+  explicit SealKey(pki::PrivateKey key) : key_(std::move(key)) {}
+  pki::PrivateKey key_;
+};
+
+/// Checks an Ed25519 signature (hex) by a raw public key (hex). False on any malformed input.
+bool verify_seal_signature(std::string_view public_key_hex, std::string_view message,
+                           std::string_view signature_hex);
+
+}  // namespace sempi::audit

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# End-to-end test of `sempi policy` and `sempi audit`: every example policy validates (and, when
+# python3-jsonschema is installed, matches config/policy.schema.json), invalid policies are
+# reported with JSON paths, explain prints the decision and its rule, and the exit statuses
+# (0 ok, 1 negative finding, 2 bad usage) hold.
+# Usage: policy_audit_cli_test.sh /path/to/sempi /path/to/config
+set -euo pipefail
+
+SEMPI=${1:?usage: policy_audit_cli_test.sh /path/to/sempi /path/to/config}
+CONFIG=${2:?usage: policy_audit_cli_test.sh /path/to/sempi /path/to/config}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sempi-cli-policy.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect WANT_STATUS PATTERN DESCRIPTION -- CMD...: exit status and a line matching PATTERN.
+expect() {
+  local want=$1 pattern=$2 what=$3
+  shift 4
+  local got=0
+  "$@" >"$WORK/out" 2>&1 || got=$?
+  if [[ $got -ne $want ]]; then
+    fail "$what: exit $got, expected $want: $(cat "$WORK/out")"
+  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$WORK/out"; then
+    fail "$what: no line matches '$pattern': $(cat "$WORK/out")"
+  else
+    pass "$what"
+  fi
+}
+
+for policy in "$CONFIG"/examples/*.json; do
+  expect 0 "valid" "check $(basename "$policy")" -- "$SEMPI" policy check "$policy" --ranks 8
+done
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  for policy in "$CONFIG"/examples/*.json; do
+    expect 0 "" "schema accepts $(basename "$policy")" -- python3 -c '
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.validate(json.load(open(sys.argv[2])), schema)' "$CONFIG/policy.schema.json" "$policy"
+  done
+  echo '{"version": 1, "communicators": [{"name": "w", "collectives": ["allredcue"]}]}' > "$WORK/typo.json"
+  expect 1 "" "schema rejects an unknown collective" -- python3 -c '
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' \
+    "$CONFIG/policy.schema.json" "$WORK/typo.json"
+else
+  echo "skip: python3-jsonschema not installed; schema not cross-checked"
+fi
+
+expect 0 "never connected: 0-4" "check --ranks lists never-connected pairs" -- \
+  "$SEMPI" policy check "$CONFIG/examples/two-segments.json" --ranks 8
+
+cat > "$WORK/bad.json" <<'JSON'
+{"version": 1, "groups": {"io": [0, "9-3"]},
+ "segmentation": [{"between": ["io", "ghost"]}],
+ "communicators": [{"name": "world"}, {"name": "x", "collectives": ["barrier", "allredcue"]}]}
+JSON
+expect 1 "/communicators/1/collectives/1: unknown collective 'allredcue'" "path of a bad collective" -- \
+  "$SEMPI" policy check "$WORK/bad.json"
+expect 1 "/groups/io/1: range '9-3' is empty" "path of a bad range" -- "$SEMPI" policy check "$WORK/bad.json"
+expect 1 "/segmentation/0/between/1: unknown group 'ghost'" "path of an unknown group" -- \
+  "$SEMPI" policy check "$WORK/bad.json"
+printf '{"version": 1,' > "$WORK/syntax.json"
+expect 1 "invalid JSON" "syntax error" -- "$SEMPI" policy check "$WORK/syntax.json"
+expect 2 "cannot read policy file" "missing file" -- "$SEMPI" policy check "$WORK/nope.json"
+expect 2 "" "no file" -- "$SEMPI" policy check
+expect 2 "" "unknown option" -- "$SEMPI" policy check "$WORK/bad.json" --bogus
+
+SEG="$CONFIG/examples/two-segments.json"
+IO="$CONFIG/examples/io-channel.json"
+expect 0 "^ALLOW" "explain allow" -- "$SEMPI" policy explain "$SEG" --from 0 --to 3
+expect 1 "no rule under /segmentation lets rank 0 and rank 5" "explain segmentation deny" -- \
+  "$SEMPI" policy explain "$SEG" --from 0 --to 5
+expect 1 "^rule: /communicators/2/p2p_tags" "explain tag deny names the rule" -- \
+  "$SEMPI" policy explain "$IO" --from 0 --to 5 --comm io --tag 7
+expect 1 "^rule: /communicators/2/max_message_bytes" "explain size deny" -- \
+  "$SEMPI" policy explain "$IO" --from 0 --to 5 --comm io --tag 150 --bytes 2000000
+expect 1 "allows collectives barrier; not allreduce" "explain collective deny" -- \
+  "$SEMPI" policy explain "$IO" --from 0 --to 1 --comm world.dup --op allreduce
+expect 1 "^rule: default deny" "explain unnamed communicator" -- \
+  "$SEMPI" policy explain "$SEG" --from 0 --to 1 --comm custom
+cat > "$WORK/members.json" <<'JSON'
+{"version": 1, "groups": {"lo": "0-1", "hi": "2-3"},
+ "communicators": [{"name": "world"}, {"name": "world.split", "members": ["lo", "hi"]}]}
+JSON
+expect 0 "^ALLOW" "explain membership allow" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3
+expect 1 "violates /communicators/1/members" "explain membership deny" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 1,2
+expect 2 "unknown operation" "explain bad --op" -- "$SEMPI" policy explain "$SEG" --from 0 --to 1 --op frobnicate
+expect 2 "missing required option --from" "explain without --from" -- "$SEMPI" policy explain "$SEG" --to 1
+
+expect 2 "not an audit directory" "audit verify of a non-directory" -- "$SEMPI" audit verify "$WORK/none"
+mkdir "$WORK/empty"
+expect 1 "missing" "audit verify of an empty directory" -- "$SEMPI" audit verify "$WORK/empty"
+expect 2 "" "audit without subcommand" -- "$SEMPI" audit
+expect 0 "verify" "audit --help" -- "$SEMPI" audit --help
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all policy/audit CLI checks passed"

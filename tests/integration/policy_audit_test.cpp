@@ -1,0 +1,279 @@
+// Policy enforcement and the audit log on real jobs: isolated segments, a receiver refusing a
+// compromised sender, on_violation abort, membership on split, collectives per communicator,
+// dry run, and verify / report / reconcile / file modes / default directory of the audit log.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "audit/audit_reader.hpp"
+#include "support/job_runner.hpp"
+
+namespace sempi::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sempi-policy-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct Job {
+  JobResult result;
+  fs::path audit;
+};
+
+// Runs policy_probe SCENARIO on `ranks` ranks under `policy` (JSON text), auditing into DIR/audit.
+Job run(const TempDir& dir, int ranks, const std::string& policy, const std::string& scenario) {
+  const fs::path file = dir.path() / "policy.json";
+  std::ofstream(file) << policy;
+  Job job;
+  job.audit = dir.path() / "audit";
+  job.result = run_job({SEMPIRUN_PATH, "-n", std::to_string(ranks), "--timeout", "60", "--policy",
+                        file.string(), "--audit-dir", job.audit.string(), POLICY_PROBE_PATH,
+                        scenario},
+                       90s);
+  return job;
+}
+
+std::vector<nlohmann::json> records(const fs::path& file, const std::string& action) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j["event"]["action"] == action) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string verify_text(const fs::path& dir) {
+  const auto result = audit::verify(audit::load_audit_dir(dir), std::nullopt);
+  std::string text;
+  for (const auto& f : result.findings) text += f.file + ":" + std::to_string(f.line) + ": " + f.kind + ": " + f.message + "\n";
+  return result.ok() && result.sealed ? "OK" : text;
+}
+
+JobResult tool(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {SEMPI_TOOL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_job(argv, 60s);
+}
+
+constexpr const char* kSegments = R"({"version": 1,
+  "groups": {"a": "0-1", "b": "2-3"},
+  "segmentation": [{"between": ["a", "a"]}, {"between": ["b", "b"]}],
+  "communicators": [{"name": "world", "members": "*", "collectives": [], "p2p_tags": "*"},
+                    {"name": "self", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+  "audit": {"messages": "metadata"}})";
+
+std::string restricted(const std::string& extra) {
+  return R"({"version": 1, )" + extra + R"(
+  "groups": {"all": "*"},
+  "segmentation": [{"between": ["all", "all"]}],
+  "communicators": [{"name": "world", "members": "*", "collectives": [], "p2p_tags": ["0-99"],
+                     "max_message_bytes": 100000}],
+  "audit": {"messages": "metadata"}})";
+}
+
+TEST(Policy, IsolatedSegmentsAreNeverConnectedAndSendsBetweenThemFail) {
+  TempDir dir;
+  const auto job = run(dir, 4, kSegments, "segments");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  for (int r = 0; r < 4; ++r) {
+    const auto wired = records(job.audit / audit::rank_file_name(r), "mesh.wired");
+    ASSERT_EQ(wired.size(), 1u);
+    const std::vector<int> expected = r < 2 ? std::vector<int>{2, 3} : std::vector<int>{0, 1};
+    EXPECT_EQ(wired[0]["sempi"]["never_connected"].get<std::vector<int>>(), expected);
+    const auto denials = records(job.audit / audit::rank_file_name(r), "policy.deny");
+    ASSERT_FALSE(denials.empty());
+    EXPECT_EQ(denials[0]["sempi"]["direction"], "send");
+  }
+  EXPECT_EQ(verify_text(job.audit), "OK");
+}
+
+TEST(Policy, ReceiverRefusesWhatACompromisedSenderSends) {
+  TempDir dir;
+  const auto job = run(dir, 2, restricted(""), "receiver");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  std::map<int, std::string> refused;  // tag -> reason
+  for (const auto& d : records(job.audit / "rank-0.jsonl", "policy.deny")) {
+    EXPECT_EQ(d["sempi"]["direction"], "receive");
+    refused[d["sempi"]["tag"].get<int>()] = d["event"]["reason"].get<std::string>();
+  }
+  EXPECT_NE(refused[500].find("tag"), std::string::npos);
+  EXPECT_NE(refused[501].find("tag"), std::string::npos);
+  EXPECT_NE(refused[5].find("size"), std::string::npos);
+  EXPECT_EQ(verify_text(job.audit), "OK");
+  // The hostile sends were sent and refused: reconciliation counts them as denied, not lost.
+  const auto rec = audit::reconcile(audit::load_audit_dir(job.audit));
+  EXPECT_TRUE(rec.unmatched.empty()) << rec.unmatched.front();
+  EXPECT_EQ(rec.denied, 3u);
+}
+
+TEST(Policy, AbortOnViolationEndsTheJob) {
+  TempDir dir;
+  const auto job = run(dir, 2, restricted(R"("on_violation": "abort",)"), "abort");
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("policy violation"), std::string::npos) << job.result.output;
+  EXPECT_LT(job.result.seconds, 30);
+  // The job failed, but its log is still sealed and intact.
+  EXPECT_EQ(verify_text(job.audit), "OK");
+}
+
+TEST(Policy, SplitViolatingMembershipFailsOnEveryMember) {
+  TempDir dir;
+  const auto job = run(dir, 4, R"({"version": 1,
+    "groups": {"all": "*", "lo": "0-1", "hi": "2-3"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": ["comm_create"], "p2p_tags": "*"},
+      {"name": "world.split", "members": ["lo", "hi"], "collectives": [], "p2p_tags": "*"}]})",
+                       "membership");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  std::vector<std::string> refusals;
+  std::istringstream lines(job.result.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("split refused: ")) refusals.push_back(line);
+  }
+  ASSERT_EQ(refusals.size(), 4u) << job.result.output;
+  for (const auto& r : refusals) EXPECT_EQ(r, refusals[0]);
+  EXPECT_NE(refusals[0].find("/communicators/1/members"), std::string::npos) << refusals[0];
+  EXPECT_FALSE(records(job.audit / "rank-2.jsonl", "comm.refuse").empty());
+  EXPECT_EQ(verify_text(job.audit), "OK");
+}
+
+// Three ranks: in the first round of allreduce some member only receives, so every member
+// must learn of the denial before posting anything (the collective layer asks
+// Engine::collective_denied first) or that member would wait forever.
+TEST(Policy, CollectivesAreAllowedOrDeniedPerCommunicator) {
+  TempDir dir;
+  const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": ["barrier", "comm_create"], "p2p_tags": "*"},
+      {"name": "world.dup", "members": "*"}]})",
+                       "collectives");
+  EXPECT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_LT(job.result.seconds, 30);
+}
+
+TEST(Policy, DryRunDeliversAndLogsWouldBeDenials) {
+  TempDir dir;
+  const auto job = run(dir, 2, restricted(R"("mode": "audit",)"), "dryrun");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  for (const char* file : {"rank-0.jsonl", "rank-1.jsonl"}) {
+    const auto denials = records(job.audit / file, "policy.deny");
+    ASSERT_EQ(denials.size(), 1u) << file;
+    EXPECT_EQ(denials[0]["sempi"]["dry_run"], true);
+    EXPECT_EQ(denials[0]["sempi"]["tag"], 500);
+  }
+}
+
+TEST(Audit, RealJobVerifiesReportsAndReconciles) {
+  TempDir dir;
+  const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "audit": {"messages": "digest"}})",
+                       "traffic");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+
+  struct stat st {};
+  ASSERT_EQ(::stat(job.audit.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  for (const char* f : {"launcher.jsonl", "rank-0.jsonl", "rank-1.jsonl", "rank-2.jsonl"}) {
+    ASSERT_EQ(::stat((job.audit / f).c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
+  }
+
+  const auto verify = tool({"audit", "verify", job.audit.string()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_TRUE(verify.output.starts_with("OK: 4 files")) << verify.output;
+
+  const auto report = audit::report_json(audit::load_audit_dir(job.audit));
+  int pairs = 0;
+  for (const auto& t : report["traffic"]) {
+    if (t["comm"] != "world") continue;
+    ++pairs;
+    EXPECT_EQ((t["from"].get<int>() + 1) % 3, t["to"].get<int>());
+    EXPECT_EQ(t["messages"], 4);
+    EXPECT_EQ(t["bytes"], 3 * 100 + 300000);
+    EXPECT_EQ(t["received"], 4);
+  }
+  EXPECT_EQ(pairs, 3) << report.dump(2);
+  const auto text = tool({"audit", "report", job.audit.string()});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("traffic"), std::string::npos) << text.output;
+
+  const auto rec = tool({"audit", "reconcile", job.audit.string()});
+  EXPECT_EQ(rec.exit_code, 0) << rec.output;
+  EXPECT_NE(rec.output.find("12 sends: 12 matched"), std::string::npos) << rec.output;
+
+  // Digest level: every message record carries the payload's SHA-256, never the payload.
+  for (const auto& s : records(job.audit / "rank-0.jsonl", "message.send")) {
+    EXPECT_EQ(s["sempi"]["sha256"].get<std::string>().size(), 64u);
+  }
+
+  // Tampering with the real log is found, with exit status 1.
+  {
+    std::ifstream in(job.audit / "rank-1.jsonl");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    lines.erase(lines.begin() + 2);
+    std::ofstream out(job.audit / "rank-1.jsonl", std::ios::trunc);
+    for (const auto& l : lines) out << l << "\n";
+  }
+  const auto broken = tool({"audit", "verify", job.audit.string()});
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("rank-1.jsonl:3: deleted"), std::string::npos) << broken.output;
+}
+
+TEST(Audit, DefaultDirectoryIsPrivateAndPerJob) {
+  TempDir dir;
+  const auto result = run_job({"/bin/sh", "-c",
+                               "cd '" + dir.path().string() + "' && exec '" + SEMPIRUN_PATH +
+                                   "' -n 2 '" + POLICY_PROBE_PATH + "' traffic"},
+                              90s);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const fs::path base = dir.path() / "sempi-audit";
+  struct stat st {};
+  ASSERT_EQ(::stat(base.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  const std::vector<fs::path> jobs{fs::directory_iterator(base), fs::directory_iterator()};
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].filename().string().size(), 32u);  // the job id
+  EXPECT_EQ(verify_text(jobs[0]), "OK");
+  const auto header = records(jobs[0] / "launcher.jsonl", "job.start");
+  ASSERT_EQ(header.size(), 1u);
+  EXPECT_EQ(header[0]["sempi"]["policy_default"], true);
+  EXPECT_EQ(records(jobs[0] / "launcher.jsonl", "policy.default").size(), 1u);
+
+  // A directory that already holds a log is refused: logs are never appended to.
+  const auto again = run_job({SEMPIRUN_PATH, "--audit-dir", jobs[0].string(), "true"}, 30s);
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("fresh --audit-dir"), std::string::npos) << again.output;
+}
+
+}  // namespace
+}  // namespace sempi::test

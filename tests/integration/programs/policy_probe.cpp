@@ -1,0 +1,188 @@
+// A rank program for the policy and audit tests, run under sempirun with a test policy.
+// Usage: policy_probe SCENARIO   (exit 0 = every check passed; a failed check prints and exits 1)
+//
+// The "compromised sender" of the receiver scenarios calls the runtime's internal testing hook
+// sempi::detail::simulate_compromised_sender(true): from then on this rank skips its own policy
+// checks and puts denied messages on the wire, as a rank whose process was taken over could.
+// The receiver must still refuse them.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <sempi/sempi.hpp>
+
+namespace sempi::detail {
+void simulate_compromised_sender(bool skip_sender_checks) noexcept;  // src/core/engine.hpp
+}
+
+namespace {
+
+int g_rank = -1;
+
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "rank %d: check failed at line %d: %s\n", g_rank, __LINE__, #cond); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+// Runs f, which must throw sempi::Error of class `cls`; returns its message.
+template <class F>
+std::string expect_error(sempi::ErrorClass cls, F&& f) {
+  try {
+    f();
+  } catch (const sempi::Error& e) {
+    if (e.error_class() != cls) {
+      std::fprintf(stderr, "rank %d: wrong error class: %s\n", g_rank, e.what());
+      std::exit(1);
+    }
+    return e.what();
+  }
+  std::fprintf(stderr, "rank %d: expected an error, got none\n", g_rank);
+  std::exit(1);
+}
+
+using sempi::ErrorClass;
+
+// Ranks {0,1} and {2,3} are isolated segments.
+void segments(const sempi::Communicator& world) {
+  const int r = world.rank();
+  const int same = r ^ 1;
+  const int other = (r + 2) % 4;
+  int value = r;
+  const auto why = expect_error(ErrorClass::policy, [&] { world.send(value, other, 1); });
+  CHECK(why.find("segmentation") != std::string::npos);
+  expect_error(ErrorClass::policy, [&] { (void)world.recv(value, other, 1); });
+  int got = -1;
+  world.sendrecv(&value, 1, same, 2, &got, 1, same, 2);
+  CHECK(got == same);
+}
+
+// Rank 1 turns hostile; rank 0 (the receiver) must not deliver anything the policy denies.
+void receiver(const sempi::Communicator& world) {
+  if (world.rank() == 1) {
+    sempi::detail::simulate_compromised_sender(true);
+    const int bad = 666;
+    world.send(bad, 0, 500);  // eager, tag not allowed: dropped by rank 0
+    // A synchronous send waits for an acknowledgement: it gets a DENY instead.
+    const auto ssend = expect_error(ErrorClass::policy, [&] { world.ssend(bad, 0, 501); });
+    CHECK(ssend.find("refused") != std::string::npos);
+    // Rendezvous over the size limit: DENY instead of clear-to-send.
+    std::vector<char> big(200000, 'x');
+    expect_error(ErrorClass::policy, [&] { world.send(big, 0, 5); });
+    const int good = 42;
+    world.send(good, 0, 7);
+    sempi::detail::simulate_compromised_sender(false);
+    // An honest sender learns at once.
+    expect_error(ErrorClass::policy, [&] { world.send(bad, 0, 500); });
+    int done = 0;
+    (void)world.recv(done, 0, 8);
+  } else {
+    int value = -1;
+    const auto status = world.recv(value, 1, sempi::ANY_TAG);
+    CHECK(status.tag == 7);  // the denied messages never arrived before it
+    CHECK(value == 42);
+    CHECK(!world.iprobe(1, sempi::ANY_TAG).has_value());
+    world.send(value, 1, 8);
+  }
+}
+
+// on_violation "abort": rank 1 sends a denied message; rank 0 aborts the job.
+void abort_on_violation(const sempi::Communicator& world) {
+  if (world.rank() == 1) {
+    sempi::detail::simulate_compromised_sender(true);
+    const int bad = 1;
+    world.send(bad, 0, 500);
+  }
+  int value = 0;
+  (void)world.recv(value, 1 - world.rank(), 9);  // never satisfied: the job is torn down
+  CHECK(false);
+}
+
+// world.split may only have members within {0,1} or within {2,3}.
+void membership(const sempi::Communicator& world) {
+  const int r = world.rank();
+  const auto why = expect_error(ErrorClass::policy, [&] { (void)world.split(r % 2, r); });
+  // Same error on every member: the test compares these lines.
+  std::printf("split refused: %s\n", why.c_str());
+  std::fflush(stdout);
+  const auto half = world.split(r / 2, r);
+  CHECK(half.size() == 2);
+  int got = -1;
+  half.sendrecv(&r, 1, 1 - half.rank(), 3, &got, 1, 1 - half.rank(), 3);
+  CHECK(got == (r ^ 1));
+  // "world.split" allows no comm_create: its dup is refused on both members.
+  expect_error(ErrorClass::policy, [&] { (void)half.dup(); });
+}
+
+// world allows barrier (and comm_create), not allreduce.
+void collectives(const sempi::Communicator& world) {
+  world.barrier();
+  const int one = 1;
+  int sum = 0;
+  const auto why = expect_error(ErrorClass::policy, [&] {
+    world.allreduce(&one, &sum, 1, sempi::Op::sum());
+  });
+  CHECK(why.find("allreduce") != std::string::npos);
+  auto dup = world.dup();  // comm_create allowed on world; "world.dup" has a rule
+  CHECK(dup.size() == world.size());
+}
+
+// Dry run: the tag is not allowed, but the message is delivered (and logged as a would-be deny).
+void dryrun(const sempi::Communicator& world) {
+  if (world.rank() == 0) {
+    const int value = 5;
+    world.send(value, 1, 500);
+  } else {
+    int value = 0;
+    (void)world.recv(value, 0, 500);
+    CHECK(value == 5);
+  }
+}
+
+// Traffic for the report and reconciliation: a ring of eager and rendezvous messages.
+void traffic(const sempi::Communicator& world) {
+  const int n = world.size();
+  const int r = world.rank();
+  std::vector<char> small(100, 's');
+  std::vector<char> large(300000, 'l');
+  std::vector<char> in_small(100);
+  std::vector<char> in_large(300000);
+  for (int i = 0; i < 3; ++i) {
+    world.sendrecv(small, (r + 1) % n, 10 + i, in_small, (r + n - 1) % n, 10 + i);
+  }
+  world.sendrecv(large, (r + 1) % n, 20, in_large, (r + n - 1) % n, 20);
+  CHECK(in_large[0] == 'l');
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sempi::Environment env(argc, argv);
+  const auto world = sempi::world();
+  g_rank = world.rank();
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  if (scenario == "segments") {
+    segments(world);
+  } else if (scenario == "receiver") {
+    receiver(world);
+  } else if (scenario == "abort") {
+    abort_on_violation(world);
+  } else if (scenario == "membership") {
+    membership(world);
+  } else if (scenario == "collectives") {
+    collectives(world);
+  } else if (scenario == "dryrun") {
+    dryrun(world);
+  } else if (scenario == "traffic") {
+    traffic(world);
+  } else {
+    std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
+    return 2;
+  }
+  std::printf("rank %d ok\n", g_rank);
+  return 0;
+}

@@ -1,0 +1,248 @@
+// The audit log: record format, hash chain, file mode, the seal, and verification detecting
+// each kind of tampering (edit, delete, reorder, truncate, append, missing file, bad seal).
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "audit/audit_log.hpp"
+#include "audit/audit_reader.hpp"
+#include "audit/seal.hpp"
+#include "common/hex.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::audit {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sempi-audit-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+const std::string kJob(32, 'a');
+
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
+  std::ofstream out(file, std::ios::trunc);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+// A sealed job directory like the launcher leaves: two ranks with a few records each.
+void make_sealed_job(const fs::path& dir, bool report_heads = true) {
+  const auto key = SealKey::generate();
+  auto launcher = AuditLog::create(dir / kLauncherFile, {kJob, std::nullopt, true});
+  launcher->event("job.start", true, {},
+                  {{"ranks", 2},
+                   {"audit_key", {{"algorithm", "ed25519"}, {"public_key", key.public_key_hex()}}}});
+  nlohmann::json heads = nlohmann::json::array();
+  for (int r = 0; r < 2; ++r) {
+    auto log = AuditLog::create(dir / rank_file_name(r), {kJob, r});
+    log->event("rank.join", true);
+    for (int i = 0; i < 5; ++i) {
+      MessageRecord m;
+      m.action = "message.send";
+      m.peer = 1 - r;
+      m.comm = "world";
+      m.tag = i;
+      m.bytes = 100;
+      m.msg = static_cast<std::uint64_t>(i + 1);
+      log->message(m);
+      m.action = "message.receive";
+      log->message(m);
+    }
+    log->event("rank.finalize", true);
+    const ChainHead head = log->close();
+    heads.push_back({{"rank", r}, {"seq", head.seq}, {"hash", head.hash},
+                     {"source", report_heads ? "reported" : "file"}});
+  }
+  launcher->event("job.end", true);
+  const ChainHead lh = launcher->head();
+  const nlohmann::json seal = {{"job", kJob},
+                               {"sealed_at", "now"},
+                               {"launcher", {{"seq", lh.seq}, {"hash", lh.hash}}},
+                               {"ranks", heads}};
+  launcher->event("audit.seal", true, {},
+                  {{"seal", nlohmann::ordered_json(seal)}, {"signature", key.sign(seal_message(seal))}});
+  launcher->close();
+}
+
+std::vector<std::string> kinds(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& f : verify(load_audit_dir(dir), std::nullopt).findings) {
+    out.push_back(f.file + ":" + std::to_string(f.line) + ":" + f.kind);
+  }
+  return out;
+}
+
+TEST(AuditLog, RecordsAreChainedJsonWithPrivateMode) {
+  TempDir dir;
+  const fs::path file = dir.path() / "rank-3.jsonl";
+  auto log = AuditLog::create(file, {kJob, 3});
+  log->event("comm.create", true, {}, {{"comm", "we\"ird\n\xff name"}, {"members", {1, 2}}});
+  MessageRecord m;
+  m.peer = 1;
+  m.comm = "world";
+  m.bytes = 42;
+  const Sha256 digest = sha256(std::string_view("payload"));
+  m.digest = &digest;
+  log->message(m);
+  const ChainHead head = log->close();
+  log->event("after.close", true);  // dropped, never written
+
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const auto lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 2u);
+  const auto first = nlohmann::json::parse(lines[0]);
+  const auto second = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(first["event"]["sequence"], 0);
+  EXPECT_EQ(first["sempi"]["prev"], kZeroHash);
+  EXPECT_EQ(first["sempi"]["rank"], 3);
+  EXPECT_EQ(first["sempi"]["job"], kJob);
+  EXPECT_TRUE(first["@timestamp"].get<std::string>().ends_with("Z"));
+  EXPECT_EQ(second["event"]["action"], "message.send");
+  EXPECT_EQ(second["sempi"]["prev"], to_hex(sha256(lines[0])));
+  EXPECT_EQ(second["sempi"]["sha256"], to_hex(digest));
+  EXPECT_EQ(head.seq, 1);
+  EXPECT_EQ(head.hash, to_hex(sha256(lines[1])));
+  // A log is never appended to: a second create of the same file fails.
+  EXPECT_THROW(AuditLog::create(file, {kJob, 3}), Error);
+}
+
+TEST(AuditSeal, SignsAndRejectsForgeries) {
+  const auto key = SealKey::generate();
+  const std::string sig = key.sign("message");
+  EXPECT_TRUE(verify_seal_signature(key.public_key_hex(), "message", sig));
+  EXPECT_FALSE(verify_seal_signature(key.public_key_hex(), "messagE", sig));
+  EXPECT_FALSE(verify_seal_signature(SealKey::generate().public_key_hex(), "message", sig));
+  EXPECT_FALSE(verify_seal_signature("zz", "message", sig));
+  EXPECT_FALSE(verify_seal_signature(key.public_key_hex(), "message", "00"));
+}
+
+TEST(AuditVerify, IntactJobVerifies) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  const auto result = verify(load_audit_dir(dir.path()), std::nullopt);
+  EXPECT_TRUE(result.ok()) << result.findings.front().message;
+  EXPECT_TRUE(result.sealed);
+  EXPECT_EQ(result.files, 3u);
+  const auto wrong_key = verify(load_audit_dir(dir.path()), std::string(64, '0'));
+  EXPECT_FALSE(wrong_key.ok());
+}
+
+TEST(AuditVerify, DetectsEachKindOfTampering) {
+  struct Case {
+    const char* name;
+    std::function<void(const fs::path&)> tamper;
+    std::string expected;  // file:line:kind among the findings
+  };
+  const auto rank0 = [](const fs::path& d) { return d / "rank-0.jsonl"; };
+  const std::vector<Case> cases = {
+      {"edit", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l[3].replace(l[3].find("\"bytes\":100"), 11, "\"bytes\":999");
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:4:edited"},
+      {"edit-last", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l.back().replace(l.back().find("success"), 7, "failure");
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:12:edited"},
+      {"delete", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l.erase(l.begin() + 4);
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:5:deleted"},
+      {"reorder", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         std::swap(l[2], l[3]);
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:3:reordered"},
+      {"truncate-records", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l.resize(8);
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:0:truncated"},
+      {"truncate-bytes", [&](const fs::path& d) {
+         fs::resize_file(rank0(d), fs::file_size(rank0(d)) - 20);
+       }, "rank-0.jsonl:12:truncated"},
+      {"append", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l.push_back(l.back());
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:13:reordered"},
+      {"missing", [&](const fs::path& d) { fs::remove(d / "rank-1.jsonl"); },
+       "rank-1.jsonl:0:missing"},
+      {"bad-seal", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         const auto at = l.back().find("\"seq\":");
+         l.back().replace(at, 7, "\"seq\":9");
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
+      {"unsealed", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         l.pop_back();
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:0:unsealed"},
+  };
+  for (const auto& c : cases) {
+    TempDir dir;
+    make_sealed_job(dir.path());
+    c.tamper(dir.path());
+    const auto found = kinds(dir.path());
+    std::string all;
+    for (const auto& f : found) all += f + "\n";
+    EXPECT_NE(std::find(found.begin(), found.end(), c.expected), found.end())
+        << c.name << ": expected " << c.expected << ", got:\n" << all;
+  }
+}
+
+TEST(AuditReconcile, MatchesSendsWithReceivesAndListsTheRest) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  auto result = reconcile(load_audit_dir(dir.path()));
+  EXPECT_EQ(result.sends, 10u);
+  EXPECT_EQ(result.matched, 10u);
+  EXPECT_TRUE(result.unmatched.empty());
+  // Drop one receive record: its send is now unmatched.
+  auto l = lines_of(dir.path() / "rank-1.jsonl");
+  l.erase(l.begin() + 2);
+  write_lines(dir.path() / "rank-1.jsonl", l);
+  result = reconcile(load_audit_dir(dir.path()));
+  ASSERT_EQ(result.unmatched.size(), 1u);
+  EXPECT_NE(result.unmatched[0].find("rank 0 -> rank 1 msg 1"), std::string::npos)
+      << result.unmatched[0];
+  const auto report = report_json(load_audit_dir(dir.path()));
+  ASSERT_EQ(report["traffic"].size(), 2u);
+  EXPECT_EQ(report["traffic"][0]["messages"], 5);
+  EXPECT_EQ(report["traffic"][0]["bytes"], 500);
+}
+
+}  // namespace
+}  // namespace sempi::audit

@@ -1,0 +1,204 @@
+// The policy engine: validation errors with JSON paths, decisions with the rule that made them,
+// the precompiled per-communicator tables, membership and communicator creation.
+
+#include <gtest/gtest.h>
+
+#include "core/collective_kind.hpp"
+#include "policy/policy.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::policy {
+namespace {
+
+using detail::OpKind;
+
+Policy compile(const std::string& text) { return Policy::compile(PolicyDocument::parse(text, "test")); }
+
+constexpr auto kP2p = static_cast<std::uint16_t>(OpKind::p2p);
+constexpr auto kAllreduce = static_cast<std::uint16_t>(OpKind::allreduce);
+constexpr auto kBarrier = static_cast<std::uint16_t>(OpKind::barrier);
+
+const char* kIo = R"({"version": 1,
+  "groups": {"all": "*", "io": [0, "1"], "left": "0-3", "right": ["4-5", 6, 7]},
+  "segmentation": [{"between": ["left", "left"]}, {"between": ["right", "right"]},
+                   {"between": ["io", "all"], "communicators": ["io*"]}],
+  "communicators": [
+    {"name": "world", "members": "*", "collectives": ["barrier", "comm_create"], "p2p_tags": [1, "10-19"]},
+    {"name": "io*", "members": ["left", "right"], "collectives": [], "p2p_tags": "*", "max_message_bytes": 1000},
+    {"name": "world.split", "members": ["left", "right"], "collectives": "*", "p2p_tags": "*"}],
+  "limits": {"max_message_bytes": 5000},
+  "audit": {"messages": "digest"}})";
+
+TEST(PolicyValidation, DefaultPolicyIsValidAndAllowsEverything) {
+  const auto p = Policy::compile(PolicyDocument::default_policy());
+  EXPECT_TRUE(p.enforcing());
+  EXPECT_EQ(p.message_audit(), MessageAudit::off);
+  EXPECT_TRUE(p.ever_talk(0, 4095));
+  const auto d = p.decide({3, 9, "anything.dup", kAllreduce, 0, 1ull << 40});
+  EXPECT_TRUE(d.allowed) << d.explanation;
+  EXPECT_TRUE(p.check_members("x", {0, 5, 9}).allowed);
+}
+
+TEST(PolicyValidation, ErrorsNameTheJsonPath) {
+  struct Case {
+    const char* text;
+    const char* path;
+    const char* words;
+  };
+  const Case cases[] = {
+      {R"({})", "/version", "missing"},
+      {R"({"version": 2})", "/version", "unsupported version 2"},
+      {R"({"version": 1, "mode": "dry"})", "/mode", "not one of"},
+      {R"({"version": 1, "on_violation": 3})", "/on_violation", "one of"},
+      {R"({"version": 1, "extra": 1})", "/extra", "unknown key"},
+      {R"({"version": 1, "groups": {"a": "5-2"}})", "/groups/a", "empty"},
+      {R"({"version": 1, "groups": {"a": [1, "x"]}})", "/groups/a/1", "not a number"},
+      {R"({"version": 1, "groups": {"a b": 1}})", "/groups/a b", "group name"},
+      {R"({"version": 1, "groups": {"a": -1}})", "/groups/a", "outside"},
+      {R"({"version": 1, "segmentation": [{"between": ["x", "*"]}]})", "/segmentation/0/between/0",
+       "unknown group 'x'"},
+      {R"({"version": 1, "segmentation": [{"between": ["*"]}]})", "/segmentation/0/between",
+       "exactly two"},
+      {R"({"version": 1, "segmentation": [{"between": ["*", "*"], "communicators": []}]})",
+       "/segmentation/0/communicators", "empty list"},
+      {R"({"version": 1, "communicators": [{"name": "a*b"}]})", "/communicators/0/name",
+       "prefix ending"},
+      {R"({"version": 1, "communicators": [{"name": "w"}, {"name": "x", "collectives": ["barrier", "allredcue"]}]})",
+       "/communicators/1/collectives/1", "unknown collective 'allredcue'"},
+      {R"({"version": 1, "communicators": [{"name": "w", "collectives": ["p2p"]}]})",
+       "/communicators/0/collectives/0", "unknown collective"},
+      {R"({"version": 1, "communicators": [{"name": "w", "p2p_tags": ["9-3"]}]})",
+       "/communicators/0/p2p_tags/0", "empty"},
+      {R"({"version": 1, "communicators": [{"name": "w", "members": "nope"}]})",
+       "/communicators/0/members", "unknown group"},
+      {R"({"version": 1, "communicators": [{"name": "w", "max_message_bytes": -4}]})",
+       "/communicators/0/max_message_bytes", "non-negative"},
+      {R"({"version": 1, "audit": {"messages": "payloads"}})", "/audit/messages", "not one of"},
+      {R"({"version": 1, "limits": {"max_message_bytes": "1k"}})", "/limits/max_message_bytes",
+       "non-negative"},
+  };
+  for (const auto& c : cases) {
+    const auto issues = Policy::validate(nlohmann::json::parse(c.text));
+    bool found = false;
+    std::string all;
+    for (const auto& i : issues) {
+      all += i.path + ": " + i.message + "\n";
+      found = found || (i.path == c.path && i.message.find(c.words) != std::string::npos);
+    }
+    EXPECT_TRUE(found) << c.text << "\ngot:\n" << all;
+  }
+  try {
+    (void)compile(R"({"version": 1, "mode": "x", "groups": {"a": "2-1"}})");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_class(), ErrorClass::config);
+    EXPECT_NE(std::string(e.what()).find("/mode"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/groups/a"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PolicyDecisions, SegmentationTagsSizesAndOperations) {
+  const auto p = compile(kIo);
+  EXPECT_EQ(p.message_audit(), MessageAudit::digest);
+  EXPECT_TRUE(p.ever_talk(2, 3));
+  EXPECT_TRUE(p.ever_talk(0, 7));   // io <-> all, on io* communicators
+  EXPECT_FALSE(p.ever_talk(2, 5));  // left and right never meet
+  EXPECT_TRUE(p.ever_talk(5, 5));
+
+  auto d = p.decide({2, 3, "world", kP2p, 15, 10});
+  EXPECT_TRUE(d.allowed) << d.explanation;
+  EXPECT_NE(d.explanation.find("/segmentation/0"), std::string::npos) << d.explanation;
+
+  d = p.decide({2, 3, "world", kP2p, 5, 10});
+  EXPECT_EQ(d.verdict, Verdict::deny_tag);
+  EXPECT_EQ(d.rule, "/communicators/0/p2p_tags");
+  EXPECT_NE(d.explanation.find("1,10-19"), std::string::npos) << d.explanation;
+
+  d = p.decide({2, 5, "world", kP2p, 1, 10});
+  EXPECT_EQ(d.verdict, Verdict::deny_segment);
+  EXPECT_EQ(d.rule, "default deny");
+
+  d = p.decide({0, 6, "io.data", kP2p, 77, 1000});
+  EXPECT_TRUE(d.allowed) << d.explanation;
+  d = p.decide({0, 6, "io.data", kP2p, 77, 1001});
+  EXPECT_EQ(d.verdict, Verdict::deny_size);
+  EXPECT_EQ(d.rule, "/communicators/1/max_message_bytes");
+  d = p.decide({2, 3, "world", kP2p, 1, 5001});
+  EXPECT_EQ(d.verdict, Verdict::deny_size);
+  EXPECT_EQ(d.rule, "/limits/max_message_bytes");
+
+  d = p.decide({2, 3, "world", kAllreduce, 0, 8});
+  EXPECT_EQ(d.verdict, Verdict::deny_op);
+  EXPECT_NE(d.explanation.find("barrier, comm_create"), std::string::npos) << d.explanation;
+  EXPECT_TRUE(p.decide({2, 3, "world", kBarrier, 0, 0}).allowed);
+
+  d = p.decide({2, 3, "unnamed", kP2p, 1, 0});
+  EXPECT_EQ(d.verdict, Verdict::deny_comm_unknown);
+  EXPECT_EQ(d.rule, "default deny");
+}
+
+TEST(PolicyDecisions, CompiledTableAgreesAndRejectsForgedFrames) {
+  const auto p = compile(kIo);
+  const auto world = p.compile_comm("world", {0, 1, 2, 3, 4, 5, 6, 7}, 2, 8);
+  EXPECT_EQ(world->check(3, kP2p, false, 12, 100), Verdict::allow);
+  EXPECT_EQ(world->check(3, kP2p, false, 2, 100), Verdict::deny_tag);
+  EXPECT_EQ(world->check(5, kP2p, false, 12, 100), Verdict::deny_segment);
+  EXPECT_EQ(world->check(3, kP2p, false, 12, 6000), Verdict::deny_size);
+  EXPECT_EQ(world->check(3, kBarrier, true, 0, 0), Verdict::allow);
+  EXPECT_EQ(world->check(3, kAllreduce, true, 0, 0), Verdict::deny_op);
+  // A collective kind on the point-to-point context (or the reverse) is forged.
+  EXPECT_EQ(world->check(3, kBarrier, false, 0, 0), Verdict::deny_op_context);
+  EXPECT_EQ(world->check(3, kP2p, true, 12, 0), Verdict::deny_op_context);
+  EXPECT_EQ(world->check(3, 999, true, 0, 0), Verdict::deny_op);
+  EXPECT_EQ(world->check(8, kP2p, false, 12, 0), Verdict::deny_not_member);
+  EXPECT_EQ(world->check(-1, kP2p, false, 12, 0), Verdict::deny_not_member);
+
+  const auto sub = p.compile_comm("world.split", {2, 3}, 2, 8);
+  EXPECT_EQ(sub->check(1, kP2p, false, 0, 0), Verdict::deny_not_member);
+  EXPECT_EQ(sub->check(3, kAllreduce, true, 0, 0), Verdict::allow);
+  EXPECT_EQ(p.compile_comm("nameless", {2, 3}, 2, 8)->check(3, kP2p, false, 0, 0),
+            Verdict::deny_comm_unknown);
+}
+
+TEST(PolicyDecisions, MembershipAndCommunicatorCreation) {
+  const auto p = compile(kIo);
+  EXPECT_TRUE(p.check_members("world.split", {0, 1, 2}).allowed);
+  EXPECT_TRUE(p.check_members("world.split", {4, 7}).allowed);
+  const auto d = p.check_members("world.split", {3, 4});
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.rule, "/communicators/2/members");
+  EXPECT_NE(d.explanation.find("{3,4}"), std::string::npos) << d.explanation;
+  EXPECT_FALSE(p.check_members("not-named", {0}).allowed);
+  // Creating from world needs every member to reach member 0: 0..3 can, 0..7 cannot.
+  EXPECT_TRUE(p.check_comm_create("world", {0, 1, 2, 3}).allowed);
+  const auto c = p.check_comm_create("world", {0, 1, 2, 3, 4});
+  EXPECT_FALSE(c.allowed);
+  EXPECT_NE(c.explanation.find("rank 4"), std::string::npos) << c.explanation;
+  // io* allows no comm_create at all.
+  EXPECT_FALSE(p.check_comm_create("io", {0, 1}).allowed);
+  EXPECT_FALSE(p.check_comm_create("io", {0}).allowed);
+}
+
+TEST(PolicyDecisions, DryRunConnectsEveryoneAndSummaryIsReadable) {
+  const auto p = compile(R"({"version": 1, "mode": "audit", "groups": {"a": [0]},
+                             "segmentation": [{"between": ["a", "a"]}]})");
+  EXPECT_FALSE(p.enforcing());
+  EXPECT_TRUE(p.ever_talk(1, 2));  // everything is allowed in a dry run: wire everything
+  const auto summary = compile(kIo).summary(8);
+  EXPECT_NE(summary.find("never connected"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("io*"), std::string::npos) << summary;
+  const auto warnings = compile(kIo).warnings(4);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_EQ(warnings[0].path, "/groups/right");
+}
+
+TEST(PolicyNames, PatternsMatchExactPrefixAndStar) {
+  EXPECT_TRUE(name_matches("*", "world"));
+  EXPECT_TRUE(name_matches("world*", "world.split.dup"));
+  EXPECT_TRUE(name_matches("world", "world"));
+  EXPECT_FALSE(name_matches("world", "world.dup"));
+  EXPECT_FALSE(name_matches("io*", "world"));
+}
+
+}  // namespace
+}  // namespace sempi::policy

@@ -1,0 +1,143 @@
+// `sempi audit`: verify, report on and reconcile a job's audit directory.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "audit/audit_reader.hpp"
+#include "sempi/cli_args.hpp"
+#include "sempi/command.hpp"
+#include "sempi/error.hpp"
+
+namespace sempi::tool {
+namespace {
+
+constexpr const char* kAuditUsage =
+    "usage: sempi audit <subcommand> DIR [options]\n"
+    "\n"
+    "subcommands:\n"
+    "  verify      check every hash chain and the signed seal; list each broken place\n"
+    "  report      traffic matrix per rank pair and communicator, every denial and failure\n"
+    "  reconcile   match every message send with its receive; list the unmatched\n"
+    "\n"
+    "DIR is a job's audit directory (sempirun --audit-dir, default ./sempi-audit/JOBID).\n";
+
+constexpr const char* kVerifyUsage =
+    "usage: sempi audit verify DIR [--public-key HEX]\n"
+    "\n"
+    "Checks each file's chain (sequence numbers, previous-record hashes) and the launcher's\n"
+    "seal (Ed25519 signature over every chain head). Prints OK, or one line per broken place:\n"
+    "FILE:LINE: KIND: what, where KIND is edited, deleted, reordered, truncated, corrupt,\n"
+    "missing, appended, foreign, unsealed or bad_seal. --public-key pins the seal key\n"
+    "(obtained out of band) so that a wholesale rewrite with a fresh key is detected too.\n"
+    "\n"
+    "Exit status: 0 intact, 1 tampering or damage found, 2 bad usage or not a directory.\n";
+
+constexpr const char* kReportUsage =
+    "usage: sempi audit report DIR [--json]\n"
+    "\n"
+    "Prints the traffic matrix (messages and bytes per sender, receiver and communicator,\n"
+    "from message records: the policy's \"audit\": {\"messages\": ...} must not be off) and\n"
+    "every denial, dry-run denial and failure. Does not verify: run verify first.\n";
+
+constexpr const char* kReconcileUsage =
+    "usage: sempi audit reconcile DIR [--json]\n"
+    "\n"
+    "Matches each message.send with the message.receive of the same sender, receiver and\n"
+    "message id (the channel sequence number both ends know). Sends the receiver refused by\n"
+    "policy count as denied, not unmatched.\n"
+    "\n"
+    "Exit status: 0 everything matched, 1 unmatched or inconsistent messages, 2 bad usage.\n";
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+std::string one_dir(const CliArgs& cli) {
+  if (cli.positional().size() != 1) throw Error(ErrorClass::config, "expected exactly one DIR");
+  return cli.positional().front();
+}
+
+int run_verify(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(kVerifyUsage, stdout);
+    return kExitOk;
+  }
+  const CliArgs cli(args, {{"--public-key"}, {}});
+  const auto dir = audit::load_audit_dir(one_dir(cli));
+  const auto result = audit::verify(dir, cli.value("--public-key"));
+  if (result.ok()) {
+    std::printf("OK: %zu files, %zu records, sealed\n", result.files, result.records);
+    return kExitOk;
+  }
+  for (const auto& f : result.findings) {
+    std::printf("%s:%zu: %s: %s\n", f.file.c_str(), f.line, f.kind.c_str(), f.message.c_str());
+  }
+  std::printf("FAILED: %zu problem%s in %zu files\n", result.findings.size(),
+              result.findings.size() == 1 ? "" : "s", result.files);
+  return kExitFinding;
+}
+
+int run_report(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(kReportUsage, stdout);
+    return kExitOk;
+  }
+  const CliArgs cli(args, {{}, {"--json"}});
+  const auto report = audit::report_json(audit::load_audit_dir(one_dir(cli)));
+  if (cli.flag("--json")) {
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    std::fputs(audit::report_text(report).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+int run_reconcile(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(kReconcileUsage, stdout);
+    return kExitOk;
+  }
+  const CliArgs cli(args, {{}, {"--json"}});
+  const auto r = audit::reconcile(audit::load_audit_dir(one_dir(cli)));
+  const bool clean = r.unmatched.empty() && r.mismatched.empty();
+  if (cli.flag("--json")) {
+    const nlohmann::ordered_json j = {{"sends", r.sends},           {"matched", r.matched},
+                                      {"denied", r.denied},         {"unmatched", r.unmatched},
+                                      {"mismatched", r.mismatched}, {"message_records", r.message_records}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    if (!r.message_records) std::puts("no message records (message audit is off): nothing to reconcile");
+    std::printf("%zu sends: %zu matched, %zu denied by the receiver, %zu unmatched\n", r.sends,
+                r.matched, r.denied, r.unmatched.size());
+    for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", u.c_str());
+    for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", m.c_str());
+  }
+  return clean ? kExitOk : kExitFinding;
+}
+
+}  // namespace
+
+int run_audit(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fputs(kAuditUsage, stderr);
+    return kExitUsage;
+  }
+  const std::string& sub = args[0];
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::fputs(kAuditUsage, stdout);
+    return kExitOk;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "verify") return run_verify(rest);
+  if (sub == "report") return run_report(rest);
+  if (sub == "reconcile") return run_reconcile(rest);
+  std::fprintf(stderr, "sempi audit: error: unknown subcommand '%s'\n\n%s", sub.c_str(),
+               kAuditUsage);
+  return kExitUsage;
+}
+
+}  // namespace sempi::tool
