@@ -1,0 +1,742 @@
+// MPI collectives over sempi::Communicator's byte-level collectives.
+//
+// Data movement: contiguous datatypes go to the collective as they are; others are packed into
+// a staging area first and unpacked after (the same engine as point-to-point). Reductions see
+// their data as a stream of elements: for builtin operations, the datatype's one basic type in
+// its C layout (so MPI_DOUBLE_INT keeps its padding, as sempi::Op expects); for MPI_Op_create
+// operations, opaque elements of one packed datatype instance each, which the wrapper unpacks
+// into the user's layout around the call of the user's function.
+
+#include <cstring>
+#include <numeric>
+#include <optional>
+
+#include "mpi/request_impl.hpp"
+
+namespace sempi::mpi {
+namespace {
+
+std::optional<BasicType> to_basic_type(Basic b) {
+  switch (b) {
+    case Basic::char_: return BasicType::char_;
+    case Basic::schar: return BasicType::signed_char;
+    case Basic::uchar: return BasicType::unsigned_char;
+    case Basic::byte: return BasicType::byte;
+    case Basic::short_: return BasicType::short_;
+    case Basic::ushort: return BasicType::unsigned_short;
+    case Basic::int_: return BasicType::int_;
+    case Basic::uint: return BasicType::unsigned_;
+    case Basic::long_: return BasicType::long_;
+    case Basic::ulong: return BasicType::unsigned_long;
+    case Basic::llong: return BasicType::long_long;
+    case Basic::ullong: return BasicType::unsigned_long_long;
+    case Basic::float_: return BasicType::float_;
+    case Basic::double_: return BasicType::double_;
+    case Basic::ldouble: return BasicType::long_double;
+    case Basic::wchar: return BasicType::wchar;
+    case Basic::bool_: return BasicType::bool_;
+    case Basic::i8: return BasicType::int8;
+    case Basic::i16: return BasicType::int16;
+    case Basic::i32: return BasicType::int32;
+    case Basic::i64: return BasicType::int64;
+    case Basic::u8: return BasicType::uint8;
+    case Basic::u16: return BasicType::uint16;
+    case Basic::u32: return BasicType::uint32;
+    case Basic::u64: return BasicType::uint64;
+    case Basic::aint: return sizeof(MPI_Aint) == sizeof(long) ? BasicType::long_
+                                                               : BasicType::long_long;
+    case Basic::offset: case Basic::count: return BasicType::long_long;
+    case Basic::cfloat: return BasicType::complex_float;
+    case Basic::cdouble: return BasicType::complex_double;
+    case Basic::cldouble: return BasicType::complex_long_double;
+    case Basic::float_int: return BasicType::float_int;
+    case Basic::double_int: return BasicType::double_int;
+    case Basic::long_int: return BasicType::long_int;
+    case Basic::two_int: return BasicType::two_int;
+    case Basic::short_int: return BasicType::short_int;
+    case Basic::ldouble_int: return BasicType::long_double_int;
+    case Basic::packed: case Basic::none: break;
+  }
+  return std::nullopt;
+}
+
+std::size_t bytes_of(std::int64_t count, const TypeMap& t) {
+  return static_cast<std::size_t>(count * t.size);
+}
+
+// --- plain data movement -------------------------------------------------------------------------
+
+// Data to send: the user's memory if contiguous, else packed into `staging`.
+const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Staging& staging) {
+  if (t.contiguous()) return count * t.size == 0 ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(bytes_of(count, t));
+  t.pack(at(buf, 0), count, staging.data.get());
+  return staging.data.get();
+}
+
+// Where to receive: the user's memory if contiguous, else `staging` (unpack with recv_done).
+// With `preload`, the staging area starts with the buffer's current contents (IN_PLACE).
+void* recv_view(void* buf, std::int64_t count, const TypeMap& t, Staging& staging,
+                bool preload = false) {
+  if (t.contiguous()) return count * t.size == 0 ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(bytes_of(count, t));
+  if (preload) t.pack(at(buf, 0), count, staging.data.get());
+  return staging.data.get();
+}
+
+void recv_done(void* buf, std::int64_t count, const TypeMap& t, const Staging& staging) {
+  if (staging.data) t.unpack(staging.data.get(), count * t.size, count, at(buf, 0));
+}
+
+// Packed byte counts and displacements of variable blocks, in rank order.
+struct Blocks {
+  std::vector<std::size_t> bytes;
+  std::vector<std::size_t> displs;
+  std::size_t total = 0;
+};
+
+// Blocks as the collective sees them: user displacements when the type is contiguous (relative
+// to the first data byte), else consecutive in a staging area.
+Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t) {
+  Blocks b;
+  for (int r = 0; r < n; ++r) {
+    check_count(counts[r]);
+    b.bytes.push_back(bytes_of(counts[r], t));
+    if (t.contiguous()) {
+      b.displs.push_back(static_cast<std::size_t>(displs[r] * t.extent()));
+      b.total = std::max(b.total, b.displs.back() + b.bytes.back());
+    } else {
+      b.displs.push_back(b.total);
+      b.total += b.bytes.back();
+    }
+  }
+  return b;
+}
+
+const void* send_blocks_view(const void* buf, const int counts[], const int displs[], int n,
+                             const TypeMap& t, const Blocks& b, Staging& staging) {
+  if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(b.total);
+  for (int r = 0; r < n; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    t.pack(at(buf, displs[r] * t.extent()), counts[r], staging.data.get() + b.displs[k]);
+  }
+  return staging.data.get();
+}
+
+void* recv_blocks_view(void* buf, const TypeMap& t, const Blocks& b, Staging& staging) {
+  if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(b.total);
+  return staging.data.get();
+}
+
+void recv_blocks_done(void* buf, const int counts[], const int displs[], int n, const TypeMap& t,
+                      const Blocks& b, const Staging& staging, int skip = -1) {
+  if (!staging.data) return;
+  for (int r = 0; r < n; ++r) {
+    if (r == skip) continue;
+    const auto k = static_cast<std::size_t>(r);
+    t.unpack(staging.data.get() + b.displs[k], static_cast<std::int64_t>(b.bytes[k]), counts[r],
+             at(buf, displs[r] * t.extent()));
+  }
+}
+
+// --- reductions ----------------------------------------------------------------------------------
+
+// How one reduction call sees its data (see the file comment).
+class Reduction {
+ public:
+  Reduction(MPI_Datatype datatype, MPI_Op op) : type_(type_of(datatype)) {
+    const auto& o = op_of(op);
+    if (o.builtin) {
+      const auto basic = to_basic_type(type_->reduce_basic);
+      if (!basic) {
+        fail(MPI_ERR_OP, o.op.name() + " is not defined on this datatype (builtin operations "
+                                       "need elements of one basic type)");
+      }
+      element_ = &basic_map(type_->reduce_basic);
+      per_instance_ = type_->reduce_count;
+      et_ = ElementType(*basic);
+      op_ = o.op;
+      op_.check(et_, "reduction");
+    } else {
+      et_ = ElementType::opaque_of(static_cast<std::size_t>(type_->size));
+      op_ = Op::user(user_wrapper(o.fn, type_, datatype), o.commute, "MPI_Op_create");
+    }
+  }
+
+  [[nodiscard]] int elements(std::int64_t count) const {
+    return static_cast<int>(count * per_instance_);
+  }
+  [[nodiscard]] const ElementType& element_type() const { return et_; }
+  [[nodiscard]] const Op& op() const { return op_; }
+
+  /// `count` instances at `buf` as an element stream (the user's memory when it already is).
+  const void* input(const void* buf, std::int64_t count, Staging& s) const {
+    if (buf == MPI_IN_PLACE) return InPlaceT::address();
+    if (direct()) return direct_pointer(buf, count);
+    to_stream(buf, count, s);
+    return s.data.get();
+  }
+  /// Where the result for `count` instances at `buf` goes; with `preload` it starts with the
+  /// buffer's contents (IN_PLACE input).
+  void* output(void* buf, std::int64_t count, Staging& s, bool preload) const {
+    if (direct()) return const_cast<void*>(direct_pointer(buf, count));
+    if (preload) {
+      to_stream(buf, count, s);
+    } else {
+      s.allocate(stream_bytes(count));
+    }
+    return s.data.get();
+  }
+  /// Copies a staged result back into the user's layout.
+  void finish(void* buf, std::int64_t count, const Staging& s) const {
+    if (!s.data) return;
+    if (element_ != nullptr && !element_->contiguous()) {
+      Staging packed;
+      packed.allocate(bytes_of(count, *type_));
+      element_->pack(s.data.get(), count * per_instance_, packed.data.get());
+      type_->unpack(packed.data.get(), count * type_->size, count, at(buf, 0));
+    } else {
+      type_->unpack(s.data.get(), count * type_->size, count, at(buf, 0));
+    }
+  }
+  /// Applies the operation locally (MPI_Reduce_local).
+  void apply(const void* in, void* inout, std::int64_t count) const {
+    op_.apply(in, inout, elements(count), et_);
+  }
+
+ private:
+  static Op::Function user_wrapper(MPI_User_function* fn, std::shared_ptr<const TypeMap> type,
+                                   MPI_Datatype handle) {
+    return [fn, type = std::move(type), handle](const void* in, void* inout, int count,
+                                                const ElementType&) {
+      MPI_Datatype dt = handle;
+      int len = count;
+      if (type->contiguous()) {
+        // Element 0's data starts at its true lower bound in the user's layout.
+        fn(at(in, -type->true_lb), at(inout, -type->true_lb), &len, &dt);
+        return;
+      }
+      // Lay both operands out as the user's datatype describes them, call, pack the result.
+      const std::int64_t span = count == 0 ? 0 : (count - 1) * type->extent();
+      const std::int64_t lo = type->true_lb + std::min<std::int64_t>(0, span);
+      const std::int64_t hi = type->true_ub + std::max<std::int64_t>(0, span);
+      Staging a;
+      Staging b;
+      a.allocate(static_cast<std::size_t>(hi - lo));
+      b.allocate(static_cast<std::size_t>(hi - lo));
+      std::byte* base_a = at(a.data.get(), -lo);
+      std::byte* base_b = at(b.data.get(), -lo);
+      const std::int64_t bytes = count * type->size;
+      type->unpack(static_cast<const std::byte*>(in), bytes, count, base_a);
+      type->unpack(static_cast<const std::byte*>(inout), bytes, count, base_b);
+      fn(base_a, base_b, &len, &dt);
+      type->pack(base_b, count, static_cast<std::byte*>(inout));
+    };
+  }
+
+  // The user's memory is already the element stream: a contiguous type whose elements need no
+  // padding, or exactly the padded pair type itself.
+  [[nodiscard]] bool direct() const {
+    if (element_ == nullptr || element_->contiguous()) return type_->contiguous();
+    return type_->reduce_count == 1 && type_->extent() == element_->extent() &&
+           type_->blocks.size() == element_->blocks.size() &&
+           std::equal(type_->blocks.begin(), type_->blocks.end(), element_->blocks.begin(),
+                      [](const Block& x, const Block& y) {
+                        return x.offset == y.offset && x.length == y.length;
+                      });
+  }
+  [[nodiscard]] const void* direct_pointer(const void* buf, std::int64_t count) const {
+    if (element_ != nullptr && !element_->contiguous()) return buf;
+    return count * type_->size == 0 ? buf : at(buf, type_->blocks[0].offset);
+  }
+  [[nodiscard]] std::size_t stream_bytes(std::int64_t count) const {
+    return static_cast<std::size_t>(elements(count)) * et_.size;
+  }
+  void to_stream(const void* buf, std::int64_t count, Staging& s) const {
+    if (element_ != nullptr && !element_->contiguous()) {
+      Staging packed;
+      packed.allocate(bytes_of(count, *type_));
+      type_->pack(at(buf, 0), count, packed.data.get());
+      s.allocate(stream_bytes(count));
+      element_->unpack(packed.data.get(), count * type_->size, count * per_instance_,
+                       s.data.get());
+      return;
+    }
+    s.allocate(bytes_of(count, *type_));
+    type_->pack(at(buf, 0), count, s.data.get());
+  }
+
+  std::shared_ptr<const TypeMap> type_;
+  const TypeMap* element_ = nullptr;  // builtin ops: the basic type's layout
+  std::int64_t per_instance_ = 1;
+  ElementType et_;
+  Op op_;
+};
+
+void check_root(const Communicator& c, int root) {
+  if (root < 0 || root >= c.size()) {
+    fail(MPI_ERR_ROOT, "root " + std::to_string(root) + " is out of range for a communicator of "
+                       "size " + std::to_string(c.size()));
+  }
+}
+
+}  // namespace
+}  // namespace sempi::mpi
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+using sempi::InPlaceT;
+
+extern "C" {
+
+int MPI_Barrier(MPI_Comm comm) {
+  return guarded(comm, "MPI_Barrier", [&] { comm_of(comm).barrier(); });
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  return guarded(comm, "MPI_Bcast", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_root(c, root);
+    const auto& t = type_of(datatype);
+    Staging s;
+    void* view = c.rank() == root ? const_cast<void*>(send_view(buffer, count, *t, s))
+                                  : recv_view(buffer, count, *t, s);
+    c.bcast_bytes(view, bytes_of(count, *t), root);
+    if (c.rank() != root) recv_done(buffer, count, *t, s);
+  });
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return guarded(comm, "MPI_Gather", [&] {
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = InPlaceT::address();
+    std::size_t bytes = 0;
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, send_staging);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = nullptr;
+    if (is_root) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      bytes = bytes_of(recvcount, *rt);
+      recv = recv_view(recvbuf, static_cast<std::int64_t>(recvcount) * c.size(), *rt,
+                       recv_staging, false);
+      if (in_place && recv_staging.data) {  // the root's own block must survive the unpack
+        rt->pack(at(recvbuf, root * recvcount * rt->extent()), recvcount,
+                 recv_staging.data.get() + static_cast<std::size_t>(root) * bytes);
+      }
+    }
+    c.gather_bytes(send, bytes, recv, root);
+    if (is_root) {
+      recv_done(recvbuf, static_cast<std::int64_t>(recvcount) * c.size(), *type_of(recvtype),
+                recv_staging);
+    }
+  });
+}
+
+int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  return guarded(comm, "MPI_Gatherv", [&] {
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = InPlaceT::address();
+    std::size_t bytes = 0;
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, send_staging);
+      bytes = bytes_of(sendcount, *st);
+    }
+    if (!is_root) {
+      c.gatherv_bytes(send, bytes, nullptr, {}, {}, root);
+      return;
+    }
+    const auto& rt = type_of(recvtype);
+    const Blocks b = blocks_of(recvcounts, displs, c.size(), *rt);
+    if (in_place) bytes = b.bytes[static_cast<std::size_t>(root)];
+    void* recv = recv_blocks_view(recvbuf, *rt, b, recv_staging);
+    c.gatherv_bytes(send, bytes, recv, b.bytes, b.displs, root);
+    recv_blocks_done(recvbuf, recvcounts, displs, c.size(), *rt, b, recv_staging,
+                     in_place ? root : -1);
+  });
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return guarded(comm, "MPI_Scatter", [&] {
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = recvbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = nullptr;
+    std::size_t bytes = 0;
+    if (is_root) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *st,
+                       send_staging);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = InPlaceT::address();
+    if (!in_place) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      recv = recv_view(recvbuf, recvcount, *rt, recv_staging);
+      bytes = bytes_of(recvcount, *rt);
+    }
+    c.scatter_bytes(send, recv, bytes, root);
+    if (!in_place) recv_done(recvbuf, recvcount, *type_of(recvtype), recv_staging);
+  });
+}
+
+int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  return guarded(comm, "MPI_Scatterv", [&] {
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = recvbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    Staging send_staging;
+    Staging recv_staging;
+    Blocks b;
+    const void* send = nullptr;
+    if (is_root) {
+      const auto& st = type_of(sendtype);
+      b = blocks_of(sendcounts, displs, c.size(), *st);
+      send = send_blocks_view(sendbuf, sendcounts, displs, c.size(), *st, b, send_staging);
+    }
+    void* recv = InPlaceT::address();
+    std::size_t bytes = is_root ? b.bytes[static_cast<std::size_t>(root)] : 0;
+    if (!in_place) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      recv = recv_view(recvbuf, recvcount, *rt, recv_staging);
+      bytes = bytes_of(recvcount, *rt);
+    }
+    c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root);
+    if (!in_place) recv_done(recvbuf, recvcount, *type_of(recvtype), recv_staging);
+  });
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return guarded(comm, "MPI_Allgather", [&] {
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    check_count(recvcount);
+    const auto& rt = type_of(recvtype);
+    const std::size_t bytes = bytes_of(recvcount, *rt);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = InPlaceT::address();
+    if (!in_place) {
+      check_count(sendcount);
+      send = send_view(sendbuf, sendcount, *type_of(sendtype), send_staging);
+    }
+    void* recv = recv_view(recvbuf, total, *rt, recv_staging, in_place);
+    c.allgather_bytes(send, bytes, recv);
+    recv_done(recvbuf, total, *rt, recv_staging);
+  });
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  return guarded(comm, "MPI_Allgatherv", [&] {
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const auto& rt = type_of(recvtype);
+    const Blocks b = blocks_of(recvcounts, displs, c.size(), *rt);
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = InPlaceT::address();
+    std::size_t bytes = b.bytes[static_cast<std::size_t>(c.rank())];
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, send_staging);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = recv_blocks_view(recvbuf, *rt, b, recv_staging);
+    if (in_place && recv_staging.data) {  // this rank's block comes from recvbuf
+      const int me = c.rank();
+      rt->pack(at(recvbuf, displs[me] * rt->extent()), recvcounts[me],
+               recv_staging.data.get() + b.displs[static_cast<std::size_t>(me)]);
+    }
+    c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs);
+    recv_blocks_done(recvbuf, recvcounts, displs, c.size(), *rt, b, recv_staging);
+  });
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return guarded(comm, "MPI_Alltoall", [&] {
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    check_count(recvcount);
+    const auto& rt = type_of(recvtype);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = InPlaceT::address();
+    if (!in_place) {
+      check_count(sendcount);
+      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(),
+                       *type_of(sendtype), send_staging);
+    }
+    void* recv = recv_view(recvbuf, total, *rt, recv_staging, in_place);
+    c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv);
+    recv_done(recvbuf, total, *rt, recv_staging);
+  });
+}
+
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return guarded(comm, "MPI_Alltoallv", [&] {
+    const auto& c = comm_of(comm);
+    const auto& rt = type_of(recvtype);
+    const Blocks rb = blocks_of(recvcounts, rdispls, c.size(), *rt);
+    // IN_PLACE: what is sent is the receive buffer's current contents, so copy it first.
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const void* sbuf = in_place ? recvbuf : sendbuf;
+    const int* scounts = in_place ? recvcounts : sendcounts;
+    const int* sdisp = in_place ? rdispls : sdispls;
+    const auto& st = in_place ? rt : type_of(sendtype);
+    const Blocks sb = blocks_of(scounts, sdisp, c.size(), *st);
+    Staging send_staging;
+    Staging recv_staging;
+    const void* send = send_blocks_view(sbuf, scounts, sdisp, c.size(), *st, sb, send_staging);
+    if (in_place && !send_staging.data) {
+      send_staging.allocate(sb.total);
+      if (sb.total > 0) std::memcpy(send_staging.data.get(), send, sb.total);
+      send = send_staging.data.get();
+    }
+    void* recv = recv_blocks_view(recvbuf, *rt, rb, recv_staging);
+    c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs);
+    recv_blocks_done(recvbuf, recvcounts, rdispls, c.size(), *rt, rb, recv_staging);
+  });
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+  return guarded(comm, "MPI_Reduce", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    if (sendbuf == MPI_IN_PLACE && !is_root) {
+      fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    }
+    const Reduction red(datatype, op);
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, count, in);
+    void* recv = is_root ? red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE) : nullptr;
+    c.reduce_raw(send, recv, red.elements(count), red.element_type(), red.op(), root);
+    if (is_root) red.finish(recvbuf, count, out);
+  });
+}
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm) {
+  return guarded(comm, "MPI_Allreduce", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const Reduction red(datatype, op);
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, count, in);
+    void* recv = red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE);
+    c.allreduce_raw(send, recv, red.elements(count), red.element_type(), red.op());
+    red.finish(recvbuf, count, out);
+  });
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return guarded(comm, "MPI_Reduce_scatter_block", [&] {
+    const auto& c = comm_of(comm);
+    check_count(recvcount);
+    const Reduction red(datatype, op);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, total, in);
+    // In place, the whole input vector is in recvbuf and the result is its first block.
+    void* recv = red.output(recvbuf, in_place ? total : recvcount, out, in_place);
+    c.reduce_scatter_block_raw(send, recv, red.elements(recvcount), red.element_type(),
+                               red.op());
+    red.finish(recvbuf, recvcount, out);
+  });
+}
+
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return guarded(comm, "MPI_Reduce_scatter", [&] {
+    const auto& c = comm_of(comm);
+    const Reduction red(datatype, op);
+    std::vector<int> counts;
+    std::int64_t total = 0;
+    for (int r = 0; r < c.size(); ++r) {
+      check_count(recvcounts[r]);
+      counts.push_back(red.elements(recvcounts[r]));
+      total += recvcounts[r];
+    }
+    const int mine = recvcounts[c.rank()];
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, total, in);
+    void* recv = red.output(recvbuf, in_place ? total : mine, out, in_place);
+    c.reduce_scatter_raw(send, recv, counts, red.element_type(), red.op());
+    red.finish(recvbuf, mine, out);
+  });
+}
+
+int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm) {
+  return guarded(comm, "MPI_Scan", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const Reduction red(datatype, op);
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, count, in);
+    void* recv = red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE);
+    c.scan_raw(send, recv, red.elements(count), red.element_type(), red.op());
+    red.finish(recvbuf, count, out);
+  });
+}
+
+int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm) {
+  return guarded(comm, "MPI_Exscan", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const Reduction red(datatype, op);
+    Staging in;
+    Staging out;
+    const void* send = red.input(sendbuf, count, in);
+    void* recv = red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE);
+    c.exscan_raw(send, recv, red.elements(count), red.element_type(), red.op());
+    if (c.rank() != 0) red.finish(recvbuf, count, out);  // rank 0's result is undefined
+  });
+}
+
+int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op) {
+  return guarded(MPI_COMM_WORLD, "MPI_Reduce_local", [&] {
+    check_count(count);
+    if (inbuf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here");
+    const Reduction red(datatype, op);
+    Staging in;
+    Staging out;
+    const void* a = red.input(inbuf, count, in);
+    void* b = red.output(inoutbuf, count, out, true);
+    red.apply(a, b, count);
+    red.finish(inoutbuf, count, out);
+  });
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  return guarded(comm, "MPI_Ibarrier", [&] {
+    const auto& c = comm_of(comm);
+    *request = make_request(sempi_mpi_request::Kind::collective, c.ibarrier(), handler_of(comm));
+  });
+}
+
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               MPI_Request* request) {
+  return guarded(comm, "MPI_Ibcast", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_root(c, root);
+    const auto& t = type_of(datatype);
+    Staging s;
+    const bool is_root = c.rank() == root;
+    void* view = is_root ? const_cast<void*>(send_view(buffer, count, *t, s))
+                         : recv_view(buffer, count, *t, s);
+    sempi::Request r = c.ibcast_bytes(view, bytes_of(count, *t), root);
+    auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
+    if (s.data) {
+      h->scratch.push_back(std::move(s));
+      if (!is_root) {
+        h->on_complete = [h, buffer, count, t] { recv_done(buffer, count, *t, h->scratch[0]); };
+      }
+    }
+    *request = h;
+  });
+}
+
+int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return guarded(comm, "MPI_Iallreduce", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    auto red = std::make_shared<const Reduction>(datatype, op);
+    std::vector<Staging> scratch(2);
+    const void* send = red->input(sendbuf, count, scratch[0]);
+    void* recv = red->output(recvbuf, count, scratch[1], sendbuf == MPI_IN_PLACE);
+    sempi::Request r =
+        c.iallreduce_raw(send, recv, red->elements(count), red->element_type(), red->op());
+    auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
+    h->scratch = std::move(scratch);
+    if (h->scratch[1].data) {
+      h->on_complete = [h, red, recvbuf, count] { red->finish(recvbuf, count, h->scratch[1]); };
+    }
+    *request = h;
+  });
+}
+
+int MPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
+  return guarded(MPI_COMM_WORLD, "MPI_Op_create", [&] {
+    if (user_fn == nullptr) fail(MPI_ERR_ARG, "null user function");
+    auto* o = new sempi_mpi_op;
+    o->fn = user_fn;
+    o->commute = commute != 0;
+    *op = o;
+  });
+}
+
+int MPI_Op_free(MPI_Op* op) {
+  return guarded(MPI_COMM_WORLD, "MPI_Op_free", [&] {
+    auto& o = op_of(*op);
+    if (o.builtin) fail(MPI_ERR_OP, "predefined operations cannot be freed");
+    o.magic = 0;
+    delete &o;
+    *op = MPI_OP_NULL;
+  });
+}
+
+int MPI_Op_commutative(MPI_Op op, int* commute) {
+  return guarded(MPI_COMM_WORLD, "MPI_Op_commutative",
+                 [&] { *commute = op_of(op).commute ? 1 : 0; });
+}
+
+}  // extern "C"

@@ -1,0 +1,306 @@
+// MPI datatype constructors and queries, MPI_Pack / MPI_Unpack, addresses.
+
+#include <climits>
+#include <cstring>
+
+#include "mpi/mpi_impl.hpp"
+
+namespace sempi::mpi {
+namespace {
+
+void check_lengths(int count, const int blocklengths[]) {
+  for (int i = 0; i < count; ++i) {
+    if (blocklengths[i] < 0) {
+      fail(MPI_ERR_ARG, "negative block length " + std::to_string(blocklengths[i]));
+    }
+  }
+}
+
+MPI_Datatype new_type(std::shared_ptr<const TypeMap> map) {
+  auto* t = new sempi_mpi_datatype;
+  t->map = std::move(map);
+  return t;
+}
+
+std::shared_ptr<const TypeMap> hvector(int count, int blocklength, std::int64_t stride,
+                                       const TypeMap& old) {
+  const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
+  std::vector<std::int64_t> displacements(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) displacements[static_cast<std::size_t>(i)] = i * stride;
+  return TypeMap::hindexed(lengths, displacements, old);
+}
+
+std::shared_ptr<const TypeMap> subarray(int ndims, const int sizes[], const int subsizes[],
+                                        const int starts[], int order, const TypeMap& old) {
+  // Dimension k of the loop below runs from the fastest-varying one outwards.
+  auto dim = [&](int k) { return order == MPI_ORDER_C ? ndims - 1 - k : k; };
+  std::shared_ptr<const TypeMap> t;
+  std::int64_t stride = old.extent();
+  std::int64_t offset = 0;
+  for (int k = 0; k < ndims; ++k) {
+    const int d = dim(k);
+    t = k == 0 ? hvector(1, subsizes[d], 0, old)
+               : hvector(subsizes[d], 1, stride, *t);
+    offset += starts[d] * stride;
+    stride *= sizes[d];
+  }
+  const std::vector<std::int64_t> one{1};
+  const std::vector<std::int64_t> at_start{offset};
+  t = TypeMap::hindexed(one, at_start, *t);
+  // The subarray's extent is the whole array's, so consecutive ones tile it.
+  return TypeMap::resized(*t, 0, stride);
+}
+
+}  // namespace
+}  // namespace sempi::mpi
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+
+extern "C" {
+
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_contiguous", [&] {
+    check_count(count);
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(hvector(1, count, 0, *old));
+  });
+}
+
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_vector", [&] {
+    check_count(count);
+    check_lengths(1, &blocklength);
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old));
+  });
+}
+
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                            MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_hvector", [&] {
+    check_count(count);
+    check_lengths(1, &blocklength);
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(hvector(count, blocklength, stride, *old));
+  });
+}
+
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_indexed", [&] {
+    check_count(count);
+    check_lengths(count, blocklengths);
+    const auto& old = type_of(oldtype, false);
+    std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
+    std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
+    }
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+  });
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
+                             MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed", [&] {
+    check_count(count);
+    check_lengths(count, blocklengths);
+    const auto& old = type_of(oldtype, false);
+    std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
+    std::vector<std::int64_t> displs(displacements, displacements + count);
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+  });
+}
+
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                  MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", [&] {
+    check_count(count);
+    check_lengths(1, &blocklength);
+    const auto& old = type_of(oldtype, false);
+    std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
+    std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
+    }
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+  });
+}
+
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+                           const MPI_Datatype types[], MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_struct", [&] {
+    check_count(count);
+    check_lengths(count, blocklengths);
+    std::vector<const TypeMap*> maps;
+    for (int i = 0; i < count; ++i) maps.push_back(type_of(types[i], false).get());
+    std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
+    std::vector<std::int64_t> displs(displacements, displacements + count);
+    *newtype = new_type(TypeMap::structure(lengths, displs, maps));
+  });
+}
+
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+                             const int starts[], int order, MPI_Datatype oldtype,
+                             MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_subarray", [&] {
+    if (ndims <= 0) fail(MPI_ERR_ARG, "ndims must be positive");
+    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
+      fail(MPI_ERR_ARG, "order must be MPI_ORDER_C or MPI_ORDER_FORTRAN");
+    }
+    for (int i = 0; i < ndims; ++i) {
+      if (sizes[i] <= 0 || subsizes[i] <= 0 || subsizes[i] > sizes[i] || starts[i] < 0 ||
+          starts[i] > sizes[i] - subsizes[i]) {
+        fail(MPI_ERR_ARG, "dimension " + std::to_string(i) + ": size " +
+                              std::to_string(sizes[i]) + ", subsize " +
+                              std::to_string(subsizes[i]) + ", start " +
+                              std::to_string(starts[i]) + " do not describe a subarray");
+      }
+    }
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old));
+  });
+}
+
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_resized", [&] {
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(TypeMap::resized(*old, lb, extent));
+  });
+}
+
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_dup", [&] {
+    const auto& old = type_of(oldtype, false);
+    *newtype = new_type(old);
+    (*newtype)->committed = oldtype->committed.load();
+  });
+}
+
+int MPI_Type_commit(MPI_Datatype* datatype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_commit", [&] {
+    type_of(*datatype, false);
+    (*datatype)->committed = true;
+  });
+}
+
+int MPI_Type_free(MPI_Datatype* datatype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_free", [&] {
+    type_of(*datatype, false);
+    if ((*datatype)->predefined) fail(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
+    // Pending operations hold their own reference to the layout.
+    (*datatype)->magic = 0;
+    delete *datatype;
+    *datatype = MPI_DATATYPE_NULL;
+  });
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int* size) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_size", [&] {
+    const std::int64_t s = type_of(datatype, false)->size;
+    *size = s > INT_MAX ? MPI_UNDEFINED : static_cast<int>(s);
+  });
+}
+
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_get_extent", [&] {
+    const auto& t = type_of(datatype, false);
+    *lb = static_cast<MPI_Aint>(t->lb);
+    *extent = static_cast<MPI_Aint>(t->extent());
+  });
+}
+
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint* true_extent) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_get_true_extent", [&] {
+    const auto& t = type_of(datatype, false);
+    *true_lb = static_cast<MPI_Aint>(t->true_lb);
+    *true_extent = static_cast<MPI_Aint>(t->true_ub - t->true_lb);
+  });
+}
+
+int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_get_name", [&] {
+    type_of(datatype, false);
+    std::lock_guard lock(datatype->name_mu);
+    std::string name = datatype->name;
+    if (name.size() >= MPI_MAX_OBJECT_NAME) name.resize(MPI_MAX_OBJECT_NAME - 1);
+    std::memcpy(type_name, name.c_str(), name.size() + 1);
+    *resultlen = static_cast<int>(name.size());
+  });
+}
+
+int MPI_Type_set_name(MPI_Datatype datatype, const char* type_name) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_set_name", [&] {
+    type_of(datatype, false);
+    if (type_name == nullptr) fail(MPI_ERR_ARG, "null name");
+    std::lock_guard lock(datatype->name_mu);
+    datatype->name = type_name;
+    if (datatype->name.size() >= MPI_MAX_OBJECT_NAME) {
+      datatype->name.resize(MPI_MAX_OBJECT_NAME - 1);
+    }
+  });
+}
+
+int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
+             int* position, MPI_Comm comm) {
+  return guarded(comm, "MPI_Pack", [&] {
+    comm_handle(comm);
+    check_count(incount);
+    const auto& t = type_of(datatype);
+    const std::int64_t need = incount * t->size;
+    if (*position < 0 || *position + need > outsize) {
+      fail(MPI_ERR_TRUNCATE, "MPI_Pack needs " + std::to_string(need) + " bytes at position " +
+                                 std::to_string(*position) + " of a buffer of " +
+                                 std::to_string(outsize));
+    }
+    const SendBuffer data(inbuf, incount, *t);
+    if (need > 0) std::memcpy(at(outbuf, *position), data.ptr, static_cast<std::size_t>(need));
+    *position += static_cast<int>(need);
+  });
+}
+
+int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
+               MPI_Datatype datatype, MPI_Comm comm) {
+  return guarded(comm, "MPI_Unpack", [&] {
+    comm_handle(comm);
+    check_count(outcount);
+    const auto& t = type_of(datatype);
+    const std::int64_t need = outcount * t->size;
+    if (*position < 0 || *position + need > insize) {
+      fail(MPI_ERR_TRUNCATE, "MPI_Unpack needs " + std::to_string(need) +
+                                 " bytes at position " + std::to_string(*position) +
+                                 " of a buffer of " + std::to_string(insize));
+    }
+    t->unpack(at(inbuf, *position), need, outcount, at(outbuf, 0));
+    *position += static_cast<int>(need);
+  });
+}
+
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
+  return guarded(comm, "MPI_Pack_size", [&] {
+    comm_handle(comm);
+    check_count(incount);
+    const std::int64_t n = incount * type_of(datatype)->size;
+    if (n > INT_MAX) fail(MPI_ERR_COUNT, "the packed size exceeds INT_MAX");
+    *size = static_cast<int>(n);
+  });
+}
+
+int MPI_Get_address(const void* location, MPI_Aint* address) {
+  *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
+  return MPI_SUCCESS;
+}
+
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp) {
+  return static_cast<MPI_Aint>(static_cast<std::uintptr_t>(base) +
+                               static_cast<std::uintptr_t>(disp));
+}
+
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
+  return static_cast<MPI_Aint>(static_cast<std::uintptr_t>(addr1) -
+                               static_cast<std::uintptr_t>(addr2));
+}
+
+}  // extern "C"

@@ -1,0 +1,240 @@
+#include "mpi/datatype_engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace sempi::mpi {
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+
+// Bounds of `count` instances of `old` placed at displacement, displacement + extent, ...
+struct Bounds {
+  std::int64_t lb = kMax, ub = kMin, true_lb = kMax, true_ub = kMin;
+  void add(const TypeMap& old, std::int64_t displacement, std::int64_t count) {
+    if (count <= 0) return;
+    const std::int64_t last = displacement + (count - 1) * old.extent();
+    lb = std::min({lb, displacement + old.lb, last + old.lb});
+    ub = std::max({ub, displacement + old.ub, last + old.ub});
+    true_lb = std::min({true_lb, displacement + old.true_lb, last + old.true_lb});
+    true_ub = std::max({true_ub, displacement + old.true_ub, last + old.true_ub});
+  }
+  void store(TypeMap& t) const {
+    if (lb == kMax) return;  // empty typemap: all bounds stay 0
+    t.lb = lb;
+    t.ub = ub;
+    t.true_lb = true_lb;
+    t.true_ub = true_ub;
+  }
+};
+
+}  // namespace
+
+std::int64_t TypeMap::elements() const {
+  std::int64_t n = 0;
+  for (const auto& r : runs) n += r.count;
+  return n;
+}
+
+void TypeMap::append_block(std::int64_t offset, std::int64_t length) {
+  if (length == 0) return;
+  if (!blocks.empty() && blocks.back().offset + blocks.back().length == offset) {
+    blocks.back().length += length;
+  } else {
+    blocks.push_back({offset, length});
+  }
+  size += length;
+}
+
+void TypeMap::append_run(const Run& run) {
+  if (run.count == 0) return;
+  if (!runs.empty() && runs.back().basic == run.basic) {
+    runs.back().count += run.count;
+  } else {
+    runs.push_back(run);
+  }
+}
+
+void TypeMap::append_instance(const TypeMap& old, std::int64_t displacement) {
+  for (const auto& b : old.blocks) append_block(displacement + b.offset, b.length);
+  for (const auto& r : old.runs) append_run(r);
+}
+
+void TypeMap::pack(const std::byte* base, std::int64_t count, std::byte* out) const {
+  const std::int64_t ext = extent();
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::byte* instance = base + i * ext;
+    for (const auto& b : blocks) {
+      std::memcpy(out, instance + b.offset, static_cast<std::size_t>(b.length));
+      out += b.length;
+    }
+  }
+}
+
+void TypeMap::unpack(const std::byte* in, std::int64_t bytes, std::int64_t count,
+                     std::byte* base) const {
+  const std::int64_t ext = extent();
+  for (std::int64_t i = 0; i < count && bytes > 0; ++i) {
+    std::byte* instance = base + i * ext;
+    for (const auto& b : blocks) {
+      const std::int64_t n = std::min(b.length, bytes);
+      std::memcpy(instance + b.offset, in, static_cast<std::size_t>(n));
+      in += n;
+      bytes -= n;
+      if (bytes == 0) return;
+    }
+  }
+}
+
+std::int64_t TypeMap::elements_in(std::int64_t bytes) const {
+  if (size == 0) return 0;
+  std::int64_t n = (bytes / size) * elements();
+  std::int64_t rest = bytes % size;
+  for (const auto& r : runs) {
+    if (rest == 0) break;
+    const std::int64_t run_bytes = r.size * r.count;
+    if (rest >= run_bytes) {
+      n += r.count;
+      rest -= run_bytes;
+    } else {
+      if (rest % r.size != 0) return -1;
+      n += rest / r.size;
+      rest = 0;
+    }
+  }
+  return n;
+}
+
+std::shared_ptr<const TypeMap> TypeMap::basic(Basic b, std::int64_t size, std::int64_t align) {
+  auto t = std::make_shared<TypeMap>();
+  t->append_block(0, size);
+  t->append_run({b, size, 1});
+  t->ub = t->true_ub = size;
+  t->align = align;
+  t->reduce_basic = b;
+  t->reduce_count = 1;
+  return t;
+}
+
+std::shared_ptr<const TypeMap> TypeMap::pair(Basic b, Basic value, std::int64_t value_size,
+                                             std::int64_t int_offset, std::int64_t extent,
+                                             std::int64_t align) {
+  auto t = std::make_shared<TypeMap>();
+  t->append_block(0, value_size);
+  t->append_block(int_offset, static_cast<std::int64_t>(sizeof(int)));
+  t->append_run({value, value_size, 1});
+  t->append_run({Basic::int_, static_cast<std::int64_t>(sizeof(int)), 1});
+  t->ub = extent;
+  t->true_ub = int_offset + static_cast<std::int64_t>(sizeof(int));
+  t->align = align;
+  t->reduce_basic = b;
+  t->reduce_count = 1;
+  return t;
+}
+
+std::shared_ptr<const TypeMap> TypeMap::hindexed(std::span<const std::int64_t> blocklengths,
+                                                 std::span<const std::int64_t> displacements,
+                                                 const TypeMap& old) {
+  auto t = std::make_shared<TypeMap>();
+  Bounds bounds;
+  std::int64_t instances = 0;
+  for (std::size_t i = 0; i < blocklengths.size(); ++i) {
+    for (std::int64_t j = 0; j < blocklengths[i]; ++j) {
+      t->append_instance(old, displacements[i] + j * old.extent());
+    }
+    bounds.add(old, displacements[i], blocklengths[i]);
+    instances += blocklengths[i];
+  }
+  bounds.store(*t);
+  t->align = old.align;
+  t->reduce_basic = old.reduce_basic;
+  t->reduce_count = old.reduce_count * instances;
+  return t;
+}
+
+std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> blocklengths,
+                                                  std::span<const std::int64_t> displacements,
+                                                  std::span<const TypeMap* const> types) {
+  auto t = std::make_shared<TypeMap>();
+  Bounds bounds;
+  bool first = true;
+  for (std::size_t i = 0; i < blocklengths.size(); ++i) {
+    const TypeMap& old = *types[i];
+    for (std::int64_t j = 0; j < blocklengths[i]; ++j) {
+      t->append_instance(old, displacements[i] + j * old.extent());
+    }
+    bounds.add(old, displacements[i], blocklengths[i]);
+    if (blocklengths[i] == 0) continue;
+    t->align = std::max(t->align, old.align);
+    if (first) {
+      t->reduce_basic = old.reduce_basic;
+      first = false;
+    } else if (t->reduce_basic != old.reduce_basic) {
+      t->reduce_basic = Basic::none;
+    }
+    t->reduce_count += old.reduce_count * blocklengths[i];
+  }
+  if (t->reduce_basic == Basic::none) t->reduce_count = 0;
+  bounds.store(*t);
+  // Like a C struct, the extent is padded to a multiple of the strictest member alignment.
+  const std::int64_t ext = t->extent();
+  if (ext > 0 && ext % t->align != 0) t->ub += t->align - ext % t->align;
+  return t;
+}
+
+std::shared_ptr<const TypeMap> TypeMap::resized(const TypeMap& old, std::int64_t lb,
+                                                std::int64_t extent) {
+  auto t = std::make_shared<TypeMap>(old);
+  t->lb = lb;
+  t->ub = lb + extent;
+  return t;
+}
+
+const char* basic_name(Basic b) noexcept {
+  switch (b) {
+    case Basic::none: return "";
+    case Basic::char_: return "MPI_CHAR";
+    case Basic::schar: return "MPI_SIGNED_CHAR";
+    case Basic::uchar: return "MPI_UNSIGNED_CHAR";
+    case Basic::byte: return "MPI_BYTE";
+    case Basic::packed: return "MPI_PACKED";
+    case Basic::short_: return "MPI_SHORT";
+    case Basic::ushort: return "MPI_UNSIGNED_SHORT";
+    case Basic::int_: return "MPI_INT";
+    case Basic::uint: return "MPI_UNSIGNED";
+    case Basic::long_: return "MPI_LONG";
+    case Basic::ulong: return "MPI_UNSIGNED_LONG";
+    case Basic::llong: return "MPI_LONG_LONG";
+    case Basic::ullong: return "MPI_UNSIGNED_LONG_LONG";
+    case Basic::float_: return "MPI_FLOAT";
+    case Basic::double_: return "MPI_DOUBLE";
+    case Basic::ldouble: return "MPI_LONG_DOUBLE";
+    case Basic::wchar: return "MPI_WCHAR";
+    case Basic::bool_: return "MPI_C_BOOL";
+    case Basic::i8: return "MPI_INT8_T";
+    case Basic::i16: return "MPI_INT16_T";
+    case Basic::i32: return "MPI_INT32_T";
+    case Basic::i64: return "MPI_INT64_T";
+    case Basic::u8: return "MPI_UINT8_T";
+    case Basic::u16: return "MPI_UINT16_T";
+    case Basic::u32: return "MPI_UINT32_T";
+    case Basic::u64: return "MPI_UINT64_T";
+    case Basic::aint: return "MPI_AINT";
+    case Basic::offset: return "MPI_OFFSET";
+    case Basic::count: return "MPI_COUNT";
+    case Basic::cfloat: return "MPI_C_FLOAT_COMPLEX";
+    case Basic::cdouble: return "MPI_C_DOUBLE_COMPLEX";
+    case Basic::cldouble: return "MPI_C_LONG_DOUBLE_COMPLEX";
+    case Basic::float_int: return "MPI_FLOAT_INT";
+    case Basic::double_int: return "MPI_DOUBLE_INT";
+    case Basic::long_int: return "MPI_LONG_INT";
+    case Basic::two_int: return "MPI_2INT";
+    case Basic::short_int: return "MPI_SHORT_INT";
+    case Basic::ldouble_int: return "MPI_LONG_DOUBLE_INT";
+  }
+  return "";
+}
+
+}  // namespace sempi::mpi

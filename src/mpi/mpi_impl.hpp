@@ -1,0 +1,217 @@
+#pragma once
+// Internals of the mpi.h layer: what the C handles point to, MPI error classes and handlers, and
+// the buffers that move derived datatypes through the byte-level C++ API.
+//
+// Handles. Every MPI handle is a pointer to one of the structs below (the C header declares
+// them incomplete). Each starts with a magic number per kind, checked on every use so a wrong or
+// freed handle is reported as MPI_ERR_COMM / _TYPE / ... rather than dereferenced blindly (the
+// magic is cleared when a handle is freed). Predefined handles are static objects; world and
+// self are bound to the runtime by MPI_Init and unbound by MPI_Finalize.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <mpi.h>
+
+#include "mpi/datatype_engine.hpp"
+#include "sempi/communicator.hpp"
+#include "sempi/error.hpp"
+#include "sempi/op.hpp"
+#include "sempi/request.hpp"
+#include "sempi/status.hpp"
+
+namespace sempi::mpi {
+
+inline constexpr std::uint32_t kCommMagic = 0x436f6d6d;  // "Comm"
+inline constexpr std::uint32_t kGroupMagic = 0x47727570;
+inline constexpr std::uint32_t kTypeMagic = 0x54797065;
+inline constexpr std::uint32_t kRequestMagic = 0x52657175;
+inline constexpr std::uint32_t kOpMagic = 0x4f707321;
+inline constexpr std::uint32_t kInfoMagic = 0x496e666f;
+
+/// Cartesian topology attached to a communicator by MPI_Cart_create.
+struct CartTopology {
+  std::vector<int> dims;
+  std::vector<int> periods;
+};
+
+}  // namespace sempi::mpi
+
+struct sempi_mpi_errhandler {
+  bool fatal;
+};
+
+struct sempi_mpi_comm {
+  std::uint32_t magic = sempi::mpi::kCommMagic;
+  sempi::Communicator comm;
+  std::atomic<MPI_Errhandler> errhandler{MPI_ERRORS_ARE_FATAL};
+  /// "MPI_COMM_WORLD" / "MPI_COMM_SELF" for the predefined ones until MPI_Comm_set_name.
+  const char* predefined_name = nullptr;
+  std::atomic<bool> renamed{false};
+  std::shared_ptr<const sempi::mpi::CartTopology> cart;
+};
+
+struct sempi_mpi_group {
+  std::uint32_t magic = sempi::mpi::kGroupMagic;
+  std::vector<int> world_ranks;  // index: rank in the group
+  bool predefined = false;
+};
+
+struct sempi_mpi_datatype {
+  std::uint32_t magic = sempi::mpi::kTypeMagic;
+  std::shared_ptr<const sempi::mpi::TypeMap> map;
+  bool predefined = false;
+  std::atomic<bool> committed{false};
+  std::mutex name_mu;
+  std::string name;
+};
+
+struct sempi_mpi_op {
+  std::uint32_t magic = sempi::mpi::kOpMagic;
+  bool builtin = false;
+  sempi::Op op;                      // the builtin operation
+  MPI_User_function* fn = nullptr;   // or the user's function
+  bool commute = true;
+};
+
+struct sempi_mpi_info {
+  std::uint32_t magic = sempi::mpi::kInfoMagic;
+  std::mutex mu;
+  std::map<std::string, std::string> entries;
+};
+
+namespace sempi::mpi {
+
+// --- errors ------------------------------------------------------------------------------------
+
+/// An MPI error raised by this layer's own argument checks.
+class MpiError : public std::exception {
+ public:
+  MpiError(int code, std::string message) : code_(code), message_(std::move(message)) {}
+  [[nodiscard]] int code() const noexcept { return code_; }
+  [[nodiscard]] const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  int code_;
+  std::string message_;
+};
+
+[[noreturn]] void fail(int code, const std::string& message);
+/// The MPI error class of a sempi error class.
+int to_mpi_class(ErrorClass cls) noexcept;
+/// "MPI_ERR_RANK" etc.
+const char* mpi_class_name(int code) noexcept;
+
+/// The MPI error code (and message) of the exception in flight; call inside a catch block.
+int current_error_code(std::string* message) noexcept;
+/// Reports the exception in flight through `handler` (fatal: prints and aborts the job);
+/// returns its MPI error code.
+int raise_current(MPI_Errhandler handler, const char* function) noexcept;
+/// Reports `code` through `handler` without an exception.
+int raise_code(MPI_Errhandler handler, const char* function, int code,
+               const std::string& message) noexcept;
+/// The handler that errors on `comm` go to (MPI_COMM_WORLD's if comm is not a valid handle).
+MPI_Errhandler handler_of(MPI_Comm comm) noexcept;
+
+/// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`.
+template <class F>
+int guarded(MPI_Comm comm, const char* function, F&& body) noexcept {
+  try {
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      return MPI_SUCCESS;
+    } else {
+      return body();
+    }
+  } catch (...) {
+    return raise_current(handler_of(comm), function);
+  }
+}
+
+/// Like guarded(), for calls whose errors go to a known handler (e.g. a request's).
+template <class F>
+int guarded_handler(MPI_Errhandler handler, const char* function, F&& body) noexcept {
+  try {
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      return MPI_SUCCESS;
+    } else {
+      return body();
+    }
+  } catch (...) {
+    return raise_current(handler, function);
+  }
+}
+
+// --- handle checks -----------------------------------------------------------------------------
+
+/// MPI_Init has run and MPI_Finalize has not; else MPI_ERR_OTHER.
+void require_initialized(const char* function);
+const Communicator& comm_of(MPI_Comm comm);
+sempi_mpi_comm& comm_handle(MPI_Comm comm);
+/// The type's layout; must be committed (or predefined) if `for_communication`.
+const std::shared_ptr<const TypeMap>& type_of(MPI_Datatype type, bool for_communication = true);
+sempi_mpi_group& group_of(MPI_Group group);
+sempi_mpi_op& op_of(MPI_Op op);
+sempi_mpi_info& info_of(MPI_Info info);
+void check_count(int count, const char* what = "count");
+MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited);
+/// The layout of a predefined basic (or pair) type.
+const TypeMap& basic_map(Basic b);
+
+// --- buffers -----------------------------------------------------------------------------------
+
+/// Heap bytes that are not zeroed (staging for packed data).
+struct Staging {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t size = 0;
+  void allocate(std::size_t n);
+};
+
+/// `buf` + `offset`, without pointer arithmetic on MPI_BOTTOM (null).
+inline std::byte* at(const void* buf, std::int64_t offset) {
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) +
+                                      static_cast<std::uintptr_t>(offset));
+}
+
+/// Contiguous bytes to send for (buf, count, type): the user's memory when the type is
+/// contiguous, else a packed copy held in `staging`.
+struct SendBuffer {
+  const void* ptr = nullptr;
+  std::size_t bytes = 0;
+  Staging staging;
+  SendBuffer(const void* buf, std::int64_t count, const TypeMap& type);
+};
+
+/// Where to receive (buf, count, type): the user's memory when the type is contiguous, else a
+/// staging area unpacked by finish().
+struct RecvBuffer {
+  void* ptr = nullptr;
+  std::size_t capacity = 0;
+  Staging staging;
+  void* user = nullptr;
+  std::int64_t count = 0;
+  std::shared_ptr<const TypeMap> type;
+  RecvBuffer() = default;
+  RecvBuffer(void* buf, std::int64_t count, std::shared_ptr<const TypeMap> type);
+  /// Unpacks the first `bytes` received bytes if a staging area was used.
+  void finish(std::size_t bytes);
+};
+
+void to_mpi_status(const Status& in, MPI_Status* out) noexcept;
+void empty_status(MPI_Status* out) noexcept;
+
+// --- runtime hooks -----------------------------------------------------------------------------
+
+/// Completes freed-but-active requests that have finished (MPI_Request_free); `all` waits.
+void reap_detached(bool all);
+
+}  // namespace sempi::mpi

@@ -1,0 +1,625 @@
+// Point-to-point communication, requests and their completion.
+
+#include <algorithm>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <optional>
+
+#include "mpi/request_impl.hpp"
+
+namespace sempi::mpi {
+namespace {
+
+// Freed-but-active requests (MPI_Request_free): their buffers stay alive until they finish.
+std::mutex g_detached_mu;
+std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
+void check_tag(int tag, bool allow_any) {
+  if (allow_any && tag == MPI_ANY_TAG) return;
+  if (tag < 0 || tag > TAG_UB) fail(MPI_ERR_TAG, "invalid tag " + std::to_string(tag));
+}
+
+// Starts a send of (buf, count, type); the staged copy, if any, moves into `keep`.
+Request start_send(const Communicator& comm, const void* buf, int count, const TypeMap& type,
+                   int dest, int tag, bool synchronous, std::unique_ptr<SendBuffer>& keep) {
+  check_tag(tag, false);
+  auto data = std::make_unique<SendBuffer>(buf, count, type);
+  Request r = synchronous ? comm.issend_bytes(data->ptr, data->bytes, dest, tag)
+                          : comm.isend_bytes(data->ptr, data->bytes, dest, tag);
+  if (data->staging.data) keep = std::move(data);
+  return r;
+}
+
+Request start_recv(const Communicator& comm, void* buf, int count,
+                   const std::shared_ptr<const TypeMap>& type, int source, int tag,
+                   std::unique_ptr<RecvBuffer>& keep) {
+  auto area = std::make_unique<RecvBuffer>(buf, count, type);
+  Request r = comm.irecv_bytes(area->ptr, area->capacity, source, tag);
+  if (area->staging.data) keep = std::move(area);
+  return r;
+}
+
+void release(MPI_Request* handle, sempi_mpi_request& r) {
+  r.request = Request();
+  r.staged_send.reset();
+  r.staged_recv.reset();
+  r.on_complete = nullptr;
+  if (r.persistent) {
+    r.active = false;
+    return;
+  }
+  r.magic = 0;
+  delete &r;
+  if (handle != nullptr) *handle = MPI_REQUEST_NULL;
+}
+
+// The outcome of one request completion.
+struct Outcome {
+  int code = MPI_SUCCESS;
+  std::string message;
+};
+
+// Completes an active request (blocking until it finishes if `block`): unpacks staged data,
+// runs the completion hook, fills the status and releases the request. Returns nullopt if it
+// has not finished and `block` is false. Never throws: failures come back in the Outcome.
+std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool block,
+                                MPI_Status* status) noexcept {
+  if (!r.active) {  // inactive persistent request
+    empty_status(status);
+    return Outcome{};
+  }
+  Outcome outcome;
+  try {
+    std::optional<Status> s;
+    if (block) {
+      s = r.request.wait();
+    } else {
+      s = r.request.test();
+      if (!s) return std::nullopt;
+    }
+    if (r.staged_recv && !s->cancelled) r.staged_recv->finish(s->bytes);
+    if (r.on_complete && !s->cancelled) r.on_complete();
+    to_mpi_status(*s, status);
+  } catch (...) {
+    outcome.code = current_error_code(&outcome.message);
+    if (status != MPI_STATUS_IGNORE) {
+      empty_status(status);
+      status->MPI_ERROR = outcome.code;
+    }
+  }
+  release(handle, r);
+  return outcome;
+}
+
+int report(MPI_Errhandler handler, const char* function, const Outcome& o) noexcept {
+  if (o.code == MPI_SUCCESS) return MPI_SUCCESS;
+  return raise_code(handler, function, o.code, o.message);
+}
+
+bool is_active(MPI_Request h) { return h != MPI_REQUEST_NULL && h->active; }
+
+// Index of the first active request that completes; blocks. -1 if none is active.
+int wait_for_any(int count, MPI_Request requests[]) {
+  std::vector<Request> pending;
+  std::vector<int> index;
+  for (int i = 0; i < count; ++i) {
+    if (!is_active(requests[i])) continue;
+    if (requests[i]->request.is_null()) return i;  // nothing to wait for
+    pending.push_back(requests[i]->request);
+    index.push_back(i);
+  }
+  if (pending.empty()) return -1;
+  try {
+    const std::size_t which = Request::wait_any(pending);
+    return index[which];
+  } catch (const Error&) {
+    // The failed request was moved out of `pending`: its copy is the null one.
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+      if (pending[k].is_null()) return index[k];
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
+  if (request == MPI_REQUEST_NULL) {
+    if (!allow_null) fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
+    return nullptr;
+  }
+  if (request->magic != kRequestMagic) fail(MPI_ERR_REQUEST, "not a valid request handle");
+  return request;
+}
+
+MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
+                         MPI_Errhandler errhandler) {
+  auto* r = new sempi_mpi_request;
+  r->kind = kind;
+  r->request = std::move(request);
+  r->errhandler = errhandler;
+  return r;
+}
+
+void wait_quietly(Request& request) noexcept {
+  try {
+    request.wait();
+  } catch (...) {  // the caller reports the first error; this one only frees buffers safely
+  }
+}
+
+void reap_detached(bool all) {
+  std::lock_guard lock(g_detached_mu);
+  for (auto it = g_detached.begin(); it != g_detached.end();) {
+    bool done = true;
+    try {
+      done = all ? (static_cast<void>((*it)->request.wait()), true)
+                 : (*it)->request.test().has_value();
+    } catch (...) {  // nobody is left to report a freed request's error to
+    }
+    if (!done) {
+      ++it;
+      continue;
+    }
+    sempi_mpi_request* r = *it;
+    it = g_detached.erase(it);
+    complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (detached ones are not persistent)
+  }
+}
+
+}  // namespace sempi::mpi
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+using Kind = sempi_mpi_request::Kind;
+using Mode = sempi_mpi_request::Mode;
+
+extern "C" {
+
+int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+             MPI_Comm comm) {
+  return guarded(comm, "MPI_Send", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const SendBuffer data(buf, count, *type_of(datatype));
+    check_tag(tag, false);
+    c.send_bytes(data.ptr, data.bytes, dest, tag);
+  });
+}
+
+int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm) {
+  return guarded(comm, "MPI_Ssend", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const SendBuffer data(buf, count, *type_of(datatype));
+    check_tag(tag, false);
+    c.ssend_bytes(data.ptr, data.bytes, dest, tag);
+  });
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status* status) {
+  return guarded(comm, "MPI_Recv", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_tag(tag, true);
+    RecvBuffer area(buf, count, type_of(datatype));
+    const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
+    area.finish(s.bytes);
+    to_mpi_status(s, status);
+  });
+}
+
+int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  return guarded(comm, "MPI_Isend", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    std::unique_ptr<SendBuffer> keep;
+    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, false, keep);
+    *request = make_request(Kind::send, std::move(r), handler_of(comm));
+    (*request)->staged_send = std::move(keep);
+  });
+}
+
+int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request* request) {
+  return guarded(comm, "MPI_Issend", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    std::unique_ptr<SendBuffer> keep;
+    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, true, keep);
+    *request = make_request(Kind::send, std::move(r), handler_of(comm));
+    (*request)->staged_send = std::move(keep);
+  });
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  return guarded(comm, "MPI_Irecv", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_tag(tag, true);
+    std::unique_ptr<RecvBuffer> keep;
+    sempi::Request r = start_recv(c, buf, count, type_of(datatype), source, tag, keep);
+    *request = make_request(Kind::recv, std::move(r), handler_of(comm));
+    (*request)->staged_recv = std::move(keep);
+  });
+}
+
+int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status* status) {
+  return guarded(comm, "MPI_Sendrecv", [&] {
+    const auto& c = comm_of(comm);
+    check_count(sendcount, "send count");
+    check_count(recvcount, "receive count");
+    check_tag(sendtag, false);
+    check_tag(recvtag, true);
+    const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
+    RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
+    sempi::Request r = c.irecv_bytes(in.ptr, in.capacity, source, recvtag);
+    sempi::Request s;
+    try {
+      s = c.isend_bytes(out.ptr, out.bytes, dest, sendtag);
+    } catch (...) {
+      r.cancel();
+      wait_quietly(r);
+      throw;
+    }
+    sempi::Status got;
+    try {
+      got = r.wait();
+    } catch (...) {
+      wait_quietly(s);
+      throw;
+    }
+    s.wait();
+    in.finish(got.bytes);
+    to_mpi_status(got, status);
+  });
+}
+
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
+  return guarded(comm, "MPI_Sendrecv_replace", [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_tag(sendtag, false);
+    check_tag(recvtag, true);
+    const auto& type = type_of(datatype);
+    // The outgoing data is always copied: the same buffer receives meanwhile.
+    Staging out;
+    const auto bytes = static_cast<std::size_t>(count * type->size);
+    out.allocate(bytes);
+    {
+      const SendBuffer view(buf, count, *type);
+      if (bytes > 0) std::memcpy(out.data.get(), view.ptr, bytes);
+    }
+    Staging in;
+    in.allocate(bytes);
+    sempi::Request r = c.irecv_bytes(in.data.get(), bytes, source, recvtag);
+    sempi::Request s;
+    try {
+      s = c.isend_bytes(out.data.get(), bytes, dest, sendtag);
+    } catch (...) {
+      r.cancel();
+      wait_quietly(r);
+      throw;
+    }
+    sempi::Status got;
+    try {
+      got = r.wait();
+    } catch (...) {
+      wait_quietly(s);
+      throw;
+    }
+    s.wait();
+    type->unpack(in.data.get(), static_cast<std::int64_t>(got.bytes), count, at(buf, 0));
+    to_mpi_status(got, status);
+  });
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  return guarded(comm, "MPI_Probe", [&] {
+    const auto& c = comm_of(comm);
+    check_tag(tag, true);
+    to_mpi_status(c.probe(source, tag), status);
+  });
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  return guarded(comm, "MPI_Iprobe", [&] {
+    const auto& c = comm_of(comm);
+    check_tag(tag, true);
+    const auto s = c.iprobe(source, tag);
+    *flag = s ? 1 : 0;
+    if (s) to_mpi_status(*s, status);
+  });
+}
+
+int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  return guarded(MPI_COMM_WORLD, "MPI_Get_count", [&] {
+    const auto& type = type_of(datatype, false);
+    const MPI_Count bytes = status->sempi_bytes;
+    if (type->size == 0) {
+      *count = 0;
+    } else if (bytes % type->size != 0) {
+      *count = MPI_UNDEFINED;
+    } else {
+      *count = static_cast<int>(bytes / type->size);
+    }
+  });
+}
+
+int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
+  return guarded(MPI_COMM_WORLD, "MPI_Get_elements", [&] {
+    const auto n = type_of(datatype, false)->elements_in(status->sempi_bytes);
+    *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
+  });
+}
+
+int MPI_Test_cancelled(const MPI_Status* status, int* flag) {
+  *flag = status->sempi_cancelled;
+  return MPI_SUCCESS;
+}
+
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  return guarded(MPI_COMM_WORLD, "MPI_Wait", [&] {
+    sempi_mpi_request* r = request_of(*request);
+    reap_detached(false);
+    if (r == nullptr) {
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    const MPI_Errhandler handler = r->errhandler;
+    return report(handler, "MPI_Wait", *complete(request, *r, true, status));
+  });
+}
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  return guarded(MPI_COMM_WORLD, "MPI_Test", [&] {
+    sempi_mpi_request* r = request_of(*request);
+    reap_detached(false);
+    if (r == nullptr) {
+      *flag = 1;
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    const MPI_Errhandler handler = r->errhandler;
+    const auto outcome = complete(request, *r, false, status);
+    *flag = outcome ? 1 : 0;
+    return outcome ? report(handler, "MPI_Test", *outcome) : MPI_SUCCESS;
+  });
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
+    check_count(count);
+    for (int i = 0; i < count; ++i) request_of(requests[i]);
+    reap_detached(false);
+    MPI_Errhandler handler = MPI_ERRORS_RETURN;
+    Outcome first;
+    for (int i = 0; i < count; ++i) {
+      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+      if (requests[i] == MPI_REQUEST_NULL) {
+        empty_status(status);
+        continue;
+      }
+      const MPI_Errhandler h = requests[i]->errhandler;
+      const Outcome o = *complete(&requests[i], *requests[i], true, status);
+      if (o.code != MPI_SUCCESS && first.code == MPI_SUCCESS) {
+        first = o;
+        handler = h;
+      }
+      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = o.code;
+    }
+    if (first.code == MPI_SUCCESS) return MPI_SUCCESS;
+    // With statuses, the per-request codes are in them (MPI 3.1 section 3.7.5).
+    return raise_code(handler, "MPI_Waitall",
+                      statuses == MPI_STATUSES_IGNORE ? first.code : MPI_ERR_IN_STATUS,
+                      first.message);
+  });
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Testall", [&] {
+    check_count(count);
+    for (int i = 0; i < count; ++i) request_of(requests[i]);
+    reap_detached(false);
+    // Complete nothing unless everything is complete (MPI 3.1 section 3.7.5).
+    for (int i = 0; i < count; ++i) {
+      if (!is_active(requests[i])) continue;
+      try {
+        if (!requests[i]->request.test()) {
+          *flag = 0;
+          return MPI_SUCCESS;
+        }
+      } catch (const sempi::Error&) {  // finished with an error: reported below
+      }
+    }
+    *flag = 1;
+    return MPI_Waitall(count, requests, statuses);
+  });
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  return guarded(MPI_COMM_WORLD, "MPI_Waitany", [&] {
+    check_count(count);
+    for (int i = 0; i < count; ++i) request_of(requests[i]);
+    reap_detached(false);
+    const int which = wait_for_any(count, requests);
+    if (which < 0) {
+      *index = MPI_UNDEFINED;
+      empty_status(status);
+      return MPI_SUCCESS;
+    }
+    *index = which;
+    const MPI_Errhandler handler = requests[which]->errhandler;
+    return report(handler, "MPI_Waitany",
+                  *complete(&requests[which], *requests[which], true, status));
+  });
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  return guarded(MPI_COMM_WORLD, "MPI_Testany", [&] {
+    check_count(count);
+    for (int i = 0; i < count; ++i) request_of(requests[i]);
+    reap_detached(false);
+    bool any_active = false;
+    for (int i = 0; i < count; ++i) {
+      if (!is_active(requests[i])) continue;
+      any_active = true;
+      const MPI_Errhandler handler = requests[i]->errhandler;
+      const auto outcome = complete(&requests[i], *requests[i], false, status);
+      if (outcome) {
+        *index = i;
+        *flag = 1;
+        return report(handler, "MPI_Testany", *outcome);
+      }
+    }
+    *index = MPI_UNDEFINED;
+    *flag = any_active ? 0 : 1;
+    if (!any_active) empty_status(status);
+    return MPI_SUCCESS;
+  });
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Waitsome", [&] {
+    check_count(incount);
+    for (int i = 0; i < incount; ++i) request_of(requests[i]);
+    reap_detached(false);
+    const int first = wait_for_any(incount, requests);
+    if (first < 0) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    int n = 0;
+    MPI_Errhandler handler = MPI_ERRORS_RETURN;
+    Outcome failed;
+    for (int i = 0; i < incount; ++i) {
+      if (!is_active(requests[i])) continue;
+      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
+      const MPI_Errhandler h = requests[i]->errhandler;
+      const auto outcome = complete(&requests[i], *requests[i], i == first, status);
+      if (!outcome) continue;
+      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
+      if (outcome->code != MPI_SUCCESS && failed.code == MPI_SUCCESS) {
+        failed = *outcome;
+        handler = h;
+      }
+      indices[n++] = i;
+    }
+    *outcount = n;
+    if (failed.code == MPI_SUCCESS) return MPI_SUCCESS;
+    return raise_code(handler, "MPI_Waitsome",
+                      statuses == MPI_STATUSES_IGNORE ? failed.code : MPI_ERR_IN_STATUS,
+                      failed.message);
+  });
+}
+
+int MPI_Cancel(MPI_Request* request) {
+  return guarded(MPI_COMM_WORLD, "MPI_Cancel", [&] {
+    sempi_mpi_request* r = request_of(*request, false);
+    // Only receives that have not matched can be cancelled; a send runs to completion and
+    // MPI_Test_cancelled then reports false, as MPI allows.
+    if (r->active && r->kind == Kind::recv) r->request.cancel();
+  });
+}
+
+int MPI_Request_free(MPI_Request* request) {
+  return guarded(MPI_COMM_WORLD, "MPI_Request_free", [&] {
+    sempi_mpi_request* r = request_of(*request, false);
+    *request = MPI_REQUEST_NULL;
+    if (!r->active || r->request.is_null()) {
+      r->persistent = false;
+      release(nullptr, *r);
+      return;
+    }
+    // Still running: it completes in the background; its buffers live until then.
+    r->persistent = false;  // so completion frees it
+    std::lock_guard lock(g_detached_mu);
+    g_detached.push_back(r);
+  });
+}
+
+namespace {
+
+int persistent_init(const char* function, Mode mode, const void* buf, int count,
+                    MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
+                    MPI_Request* request) {
+  return guarded(comm, function, [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_tag(tag, mode == Mode::recv);
+    const int size = c.size();
+    const bool any = mode == Mode::recv && peer == MPI_ANY_SOURCE;
+    if (peer != MPI_PROC_NULL && !any && (peer < 0 || peer >= size)) {
+      fail(MPI_ERR_RANK, "rank " + std::to_string(peer) + " is out of range for a communicator "
+                         "of size " + std::to_string(size));
+    }
+    auto* r = new sempi_mpi_request;
+    r->kind = mode == Mode::recv ? Kind::recv : Kind::send;
+    r->persistent = true;
+    r->active = false;
+    r->errhandler = handler_of(comm);
+    r->args = {mode, buf, count, type_of(datatype), peer, tag, c};
+    *request = r;
+  });
+}
+
+}  // namespace
+
+int MPI_Send_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request* request) {
+  return persistent_init("MPI_Send_init", Mode::send, buf, count, datatype, dest, tag, comm,
+                         request);
+}
+
+int MPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request) {
+  return persistent_init("MPI_Ssend_init", Mode::ssend, buf, count, datatype, dest, tag, comm,
+                         request);
+}
+
+int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag,
+                  MPI_Comm comm, MPI_Request* request) {
+  return persistent_init("MPI_Recv_init", Mode::recv, buf, count, datatype, source, tag, comm,
+                         request);
+}
+
+int MPI_Start(MPI_Request* request) {
+  return guarded(MPI_COMM_WORLD, "MPI_Start", [&] {
+    sempi_mpi_request* r = request_of(*request, false);
+    if (!r->persistent) fail(MPI_ERR_REQUEST, "not a persistent request");
+    if (r->active) fail(MPI_ERR_REQUEST, "the persistent request is already active");
+    const auto& a = r->args;
+    return guarded_handler(r->errhandler, "MPI_Start", [&] {
+      if (a.mode == Mode::recv) {
+        r->request = start_recv(a.comm, const_cast<void*>(a.buf), a.count, a.type, a.peer, a.tag,
+                                r->staged_recv);
+      } else {
+        r->request = start_send(a.comm, a.buf, a.count, *a.type, a.peer, a.tag,
+                                a.mode == Mode::ssend, r->staged_send);
+      }
+      r->active = true;
+    });
+  });
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Startall", [&] {
+    check_count(count);
+    for (int i = 0; i < count; ++i) {
+      const int code = MPI_Start(&requests[i]);
+      if (code != MPI_SUCCESS) return code;
+    }
+    return MPI_SUCCESS;
+  });
+}
+
+}  // extern "C"

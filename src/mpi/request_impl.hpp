@@ -1,0 +1,50 @@
+#pragma once
+// What an MPI_Request points to: a sempi::Request plus what has to happen when it completes
+// (unpacking a staged receive, finishing a nonblocking collective) and, for persistent
+// requests, the arguments to start it again.
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "mpi/mpi_impl.hpp"
+
+struct sempi_mpi_request {
+  enum class Kind { send, recv, collective };
+  enum class Mode { send, ssend, recv };
+
+  std::uint32_t magic = sempi::mpi::kRequestMagic;
+  Kind kind = Kind::send;
+  sempi::Request request;
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;  // the communicator's, when created
+
+  std::unique_ptr<sempi::mpi::SendBuffer> staged_send;  // packed send data, kept to completion
+  std::unique_ptr<sempi::mpi::RecvBuffer> staged_recv;  // receive area, unpacked at completion
+  std::vector<sempi::mpi::Staging> scratch;  // a nonblocking collective's buffers
+  /// Runs once when the operation completes successfully (collectives: unpack, reduce, ...).
+  std::function<void()> on_complete;
+
+  // Persistent requests: inactive until MPI_Start; completion makes them inactive again.
+  bool persistent = false;
+  bool active = true;
+  struct Arguments {
+    Mode mode = Mode::send;
+    const void* buf = nullptr;
+    int count = 0;
+    std::shared_ptr<const sempi::mpi::TypeMap> type;
+    int peer = 0;
+    int tag = 0;
+    sempi::Communicator comm;
+  } args;
+};
+
+namespace sempi::mpi {
+
+/// Checks a request handle (null allowed if `allow_null`).
+sempi_mpi_request* request_of(MPI_Request request, bool allow_null = true);
+/// A new active request running `request`, reporting errors through `errhandler`.
+MPI_Request make_request(sempi_mpi_request::Kind kind, Request request, MPI_Errhandler errhandler);
+/// Waits for a request whose buffers are about to go away, ignoring its outcome (error paths).
+void wait_quietly(Request& request) noexcept;
+
+}  // namespace sempi::mpi

@@ -1,0 +1,113 @@
+/* Error classes with MPI_ERRORS_RETURN: invalid arguments come back as the documented MPI error
+ * classes (and the job keeps working), truncation is reported per request, and handlers are
+ * inherited by new communicators. */
+#include <string.h>
+
+#include "mpitest.h"
+
+/* The call must fail with error class `cls`, and MPI_Error_string must describe it. */
+#define EXPECT_CLASS(cls, call)                                                          \
+  do {                                                                                   \
+    int expect_rc_ = (call);                                                             \
+    if (error_class_of(expect_rc_) != (cls)) {                                           \
+      fprintf(stderr, "%s:%d: %s returned class %d, expected %s\n", __FILE__, __LINE__,  \
+              #call, error_class_of(expect_rc_), #cls);                                  \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                      \
+    }                                                                                    \
+    char expect_text_[MPI_MAX_ERROR_STRING];                                             \
+    int expect_len_ = 0;                                                                 \
+    CHECK_MPI(MPI_Error_string(expect_rc_, expect_text_, &expect_len_));                 \
+    CHECK(expect_len_ > 0);                                                              \
+  } while (0)
+
+int main(int argc, char** argv) {
+  CHECK_MPI(MPI_Init(&argc, &argv));
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rank = 0;
+  int size = 0;
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  int buf[4] = {1, 2, 3, 4};
+
+  /* Point-to-point arguments. */
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Send(buf, 1, MPI_INT, size, 0, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Send(buf, 1, MPI_INT, -7, 0, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Recv(buf, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD,
+                                      MPI_STATUS_IGNORE));
+  EXPECT_CLASS(MPI_ERR_TAG, MPI_Send(buf, 1, MPI_INT, rank, -5, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_TAG, MPI_Recv(buf, 1, MPI_INT, rank, -5, MPI_COMM_WORLD,
+                                     MPI_STATUS_IGNORE));
+  EXPECT_CLASS(MPI_ERR_COUNT, MPI_Send(buf, -1, MPI_INT, rank, 0, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_COMM, MPI_Send(buf, 1, MPI_INT, 0, 0, MPI_COMM_NULL));
+  EXPECT_CLASS(MPI_ERR_TYPE, MPI_Send(buf, 1, MPI_DATATYPE_NULL, rank, 0, MPI_COMM_WORLD));
+  MPI_Datatype uncommitted;
+  CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &uncommitted));
+  EXPECT_CLASS(MPI_ERR_TYPE, MPI_Send(buf, 1, uncommitted, rank, 0, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Type_free(&uncommitted));
+  MPI_Request r;
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Isend(buf, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &r));
+
+  /* Collective arguments (every rank makes the same mistake, so none waits). */
+  EXPECT_CLASS(MPI_ERR_ROOT, MPI_Bcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD));
+  int out[4];
+  EXPECT_CLASS(MPI_ERR_OP, MPI_Allreduce(buf, out, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_OP, MPI_Allreduce(buf, out, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_COUNT, MPI_Allreduce(buf, out, -2, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+
+  /* Handles. */
+  MPI_Datatype predefined = MPI_INT;
+  EXPECT_CLASS(MPI_ERR_TYPE, MPI_Type_free(&predefined));
+  MPI_Comm world = MPI_COMM_WORLD;
+  EXPECT_CLASS(MPI_ERR_COMM, MPI_Comm_free(&world));
+  MPI_Group group;
+  MPI_Group sub;
+  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &group));
+  const int bad_rank = size;
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Group_incl(group, 1, &bad_rank, &sub));
+  CHECK_MPI(MPI_Group_free(&group));
+  int coords[2];
+  EXPECT_CLASS(MPI_ERR_TOPOLOGY, MPI_Cart_coords(MPI_COMM_WORLD, 0, 2, coords));
+  int dims[2] = {2, 0};
+  EXPECT_CLASS(MPI_ERR_DIMS, MPI_Dims_create(7, 2, dims));
+
+  /* Truncation: a blocking receive, then per-request in Waitall. */
+  int big[4] = {rank, rank, rank, rank};
+  int small[2];
+  CHECK_MPI(MPI_Isend(big, 4, MPI_INT, rank, 50, MPI_COMM_WORLD, &r));
+  MPI_Status status;
+  EXPECT_CLASS(MPI_ERR_TRUNCATE,
+               MPI_Recv(small, 2, MPI_INT, rank, 50, MPI_COMM_WORLD, &status));
+  CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+  MPI_Request reqs[4];
+  MPI_Status statuses[4];
+  int fits[4];
+  CHECK_MPI(MPI_Irecv(small, 2, MPI_INT, rank, 51, MPI_COMM_WORLD, &reqs[0]));
+  CHECK_MPI(MPI_Irecv(fits, 4, MPI_INT, rank, 52, MPI_COMM_WORLD, &reqs[1]));
+  CHECK_MPI(MPI_Isend(big, 4, MPI_INT, rank, 51, MPI_COMM_WORLD, &reqs[2]));
+  CHECK_MPI(MPI_Isend(big, 4, MPI_INT, rank, 52, MPI_COMM_WORLD, &reqs[3]));
+#ifdef SEMPI_MPI
+  EXPECT_CLASS(MPI_ERR_IN_STATUS, MPI_Waitall(4, reqs, statuses));
+  CHECK(error_class_of(statuses[0].MPI_ERROR) == MPI_ERR_TRUNCATE);
+#else
+  /* Open MPI 4.1 does not report the truncation of a message to self completed by Waitall. */
+  const int rc = MPI_Waitall(4, reqs, statuses);
+  CHECK(rc == MPI_SUCCESS || error_class_of(rc) == MPI_ERR_IN_STATUS);
+#endif
+  CHECK(fits[3] == rank);
+
+  /* New communicators inherit the handler; the job still works after all of the above. */
+  MPI_Comm dup;
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+  MPI_Errhandler handler;
+  CHECK_MPI(MPI_Comm_get_errhandler(dup, &handler));
+  CHECK(handler == MPI_ERRORS_RETURN);
+  CHECK_MPI(MPI_Errhandler_free(&handler));
+  EXPECT_CLASS(MPI_ERR_RANK, MPI_Send(buf, 1, MPI_INT, size, 0, dup));
+  int sum = 0;
+  CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, dup));
+  CHECK(sum == size * (size - 1) / 2);
+  CHECK_MPI(MPI_Comm_free(&dup));
+
+  CHECK_MPI(MPI_Finalize());
+  return 0;
+}

@@ -1,0 +1,37 @@
+/* Shared checks for the MPI test programs: standard MPI only, so they build with any MPI. */
+#ifndef MPITEST_H
+#define MPITEST_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A failed check names itself and takes the whole job down with a non-zero status. */
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+      fflush(stderr);                                                                \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                  \
+    }                                                                                \
+  } while (0)
+
+#define CHECK_MPI(call)                                                              \
+  do {                                                                               \
+    int check_mpi_rc_ = (call);                                                      \
+    if (check_mpi_rc_ != MPI_SUCCESS) {                                              \
+      fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #call,          \
+              check_mpi_rc_);                                                        \
+      fflush(stderr);                                                                \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                  \
+    }                                                                                \
+  } while (0)
+
+/* The error class of an MPI return code. */
+static inline int error_class_of(int code) {
+  int cls = MPI_SUCCESS;
+  MPI_Error_class(code, &cls);
+  return cls;
+}
+
+#endif

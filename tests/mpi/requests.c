@@ -1,0 +1,181 @@
+/* Request completion: Wait/Test and their all/any/some forms, cancel, free, persistent requests. */
+#include "mpitest.h"
+
+enum { kN = 8 };
+
+int main(int argc, char** argv) {
+  CHECK_MPI(MPI_Init(&argc, &argv));
+  int rank = 0;
+  int size = 0;
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const int right = (rank + 1) % size;
+  const int left = (rank + size - 1) % size;
+  MPI_Status status;
+  MPI_Status statuses[2 * kN];
+  MPI_Request reqs[2 * kN];
+  int flag = 0;
+  int index = -1;
+
+  /* Waitall over kN receives and kN sends, statuses checked. */
+  int out[kN];
+  int in[kN];
+  for (int i = 0; i < kN; ++i) {
+    out[i] = rank * 100 + i;
+    in[i] = -1;
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, i, MPI_COMM_WORLD, &reqs[i]));
+  }
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Isend(&out[i], 1, MPI_INT, right, i, MPI_COMM_WORLD, &reqs[kN + i]));
+  }
+  CHECK_MPI(MPI_Waitall(2 * kN, reqs, statuses));
+  for (int i = 0; i < kN; ++i) {
+    CHECK(in[i] == left * 100 + i);
+    CHECK(statuses[i].MPI_SOURCE == left && statuses[i].MPI_TAG == i);
+    CHECK(reqs[i] == MPI_REQUEST_NULL && reqs[kN + i] == MPI_REQUEST_NULL);
+  }
+  /* Waitall on only null requests; MPI_STATUSES_IGNORE. */
+  CHECK_MPI(MPI_Waitall(2 * kN, reqs, MPI_STATUSES_IGNORE));
+
+  /* Waitany until all done, each index exactly once. */
+  for (int i = 0; i < kN; ++i) {
+    in[i] = -1;
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 20 + i, MPI_COMM_WORLD, &reqs[i]));
+  }
+  for (int i = kN - 1; i >= 0; --i) {
+    CHECK_MPI(MPI_Send(&out[i], 1, MPI_INT, right, 20 + i, MPI_COMM_WORLD));
+  }
+  int seen = 0;
+  for (int k = 0; k < kN; ++k) {
+    CHECK_MPI(MPI_Waitany(kN, reqs, &index, &status));
+    CHECK(index >= 0 && index < kN && !(seen & (1 << index)));
+    CHECK(status.MPI_TAG == 20 + index && in[index] == left * 100 + index);
+    CHECK(reqs[index] == MPI_REQUEST_NULL);
+    seen |= 1 << index;
+  }
+  CHECK_MPI(MPI_Waitany(kN, reqs, &index, &status));
+  CHECK(index == MPI_UNDEFINED);
+
+  /* Waitsome / Testany / Testsome-style loops. */
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 40 + i, MPI_COMM_WORLD, &reqs[i]));
+  }
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Send(&out[i], 1, MPI_INT, right, 40 + i, MPI_COMM_WORLD));
+  }
+  int done = 0;
+  int indices[kN];
+  while (done < kN) {
+    int outcount = 0;
+    CHECK_MPI(MPI_Waitsome(kN, reqs, &outcount, indices, statuses));
+    CHECK(outcount >= 1);
+    for (int k = 0; k < outcount; ++k) {
+      CHECK(statuses[k].MPI_TAG == 40 + indices[k]);
+      CHECK(in[indices[k]] == left * 100 + indices[k]);
+    }
+    done += outcount;
+  }
+  int outcount = 0;
+  CHECK_MPI(MPI_Waitsome(kN, reqs, &outcount, indices, statuses));
+  CHECK(outcount == MPI_UNDEFINED);
+
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 60 + i, MPI_COMM_WORLD, &reqs[i]));
+  }
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Send(&out[i], 1, MPI_INT, right, 60 + i, MPI_COMM_WORLD));
+  }
+  done = 0;
+  while (done < kN) {
+    CHECK_MPI(MPI_Testany(kN, reqs, &index, &flag, &status));
+    if (flag) {
+      CHECK(index >= 0 && status.MPI_TAG == 60 + index);
+      ++done;
+    }
+  }
+  CHECK_MPI(MPI_Testany(kN, reqs, &index, &flag, &status));
+  CHECK(flag && index == MPI_UNDEFINED);
+
+  /* Testall: polls until all complete. */
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 80 + i, MPI_COMM_WORLD, &reqs[i]));
+    CHECK_MPI(MPI_Isend(&out[i], 1, MPI_INT, right, 80 + i, MPI_COMM_WORLD, &reqs[kN + i]));
+  }
+  do {
+    CHECK_MPI(MPI_Testall(2 * kN, reqs, &flag, statuses));
+  } while (!flag);
+  for (int i = 0; i < kN; ++i) CHECK(in[i] == left * 100 + i && reqs[i] == MPI_REQUEST_NULL);
+
+  /* Test on a single request, and on MPI_REQUEST_NULL. */
+  int one = -1;
+  MPI_Request r;
+  CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, left, 99, MPI_COMM_WORLD, &r));
+  CHECK_MPI(MPI_Send(&rank, 1, MPI_INT, right, 99, MPI_COMM_WORLD));
+  do {
+    CHECK_MPI(MPI_Test(&r, &flag, &status));
+  } while (!flag);
+  CHECK(one == left && r == MPI_REQUEST_NULL && status.MPI_SOURCE == left);
+  CHECK_MPI(MPI_Test(&r, &flag, &status));
+  CHECK(flag);
+  CHECK_MPI(MPI_Wait(&r, &status));
+
+  /* Cancel a receive nobody will match. */
+  CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, MPI_ANY_SOURCE, 31000, MPI_COMM_WORLD, &r));
+  CHECK_MPI(MPI_Cancel(&r));
+  CHECK_MPI(MPI_Wait(&r, &status));
+  CHECK_MPI(MPI_Test_cancelled(&status, &flag));
+  CHECK(flag);
+  /* A completed receive is not cancelled. */
+  CHECK_MPI(MPI_Irecv(&one, 1, MPI_INT, left, 98, MPI_COMM_WORLD, &r));
+  CHECK_MPI(MPI_Send(&rank, 1, MPI_INT, right, 98, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Wait(&r, &status));
+  CHECK_MPI(MPI_Test_cancelled(&status, &flag));
+  CHECK(!flag);
+
+  /* Request_free on an active send: the message still arrives. */
+  int freed = rank + 5000;
+  CHECK_MPI(MPI_Isend(&freed, 1, MPI_INT, right, 97, MPI_COMM_WORLD, &r));
+  CHECK_MPI(MPI_Request_free(&r));
+  CHECK(r == MPI_REQUEST_NULL);
+  CHECK_MPI(MPI_Recv(&one, 1, MPI_INT, left, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  CHECK(one == left + 5000);
+
+  /* Persistent requests, restarted several times; Startall and individual Start. */
+  int psend = 0;
+  int precv = -1;
+  int ssend_value = 0;
+  int srecv = -1;
+  MPI_Request persistent[4];
+  CHECK_MPI(MPI_Recv_init(&precv, 1, MPI_INT, left, 120, MPI_COMM_WORLD, &persistent[0]));
+  CHECK_MPI(MPI_Recv_init(&srecv, 1, MPI_INT, left, 121, MPI_COMM_WORLD, &persistent[1]));
+  CHECK_MPI(MPI_Send_init(&psend, 1, MPI_INT, right, 120, MPI_COMM_WORLD, &persistent[2]));
+  CHECK_MPI(MPI_Ssend_init(&ssend_value, 1, MPI_INT, right, 121, MPI_COMM_WORLD,
+                           &persistent[3]));
+  /* An inactive persistent request completes at once with an empty status. */
+  CHECK_MPI(MPI_Wait(&persistent[2], &status));
+  CHECK(persistent[2] != MPI_REQUEST_NULL);
+  for (int iter = 0; iter < 5; ++iter) {
+    psend = rank * 10 + iter;
+    ssend_value = rank * 10 + iter + 1;
+    CHECK_MPI(MPI_Start(&persistent[0]));
+    CHECK_MPI(MPI_Start(&persistent[1]));
+    CHECK_MPI(MPI_Startall(2, &persistent[2]));
+    CHECK_MPI(MPI_Waitall(4, persistent, statuses));
+    CHECK(precv == left * 10 + iter && srecv == left * 10 + iter + 1);
+    CHECK(statuses[0].MPI_SOURCE == left && statuses[1].MPI_TAG == 121);
+    for (int k = 0; k < 4; ++k) CHECK(persistent[k] != MPI_REQUEST_NULL);
+  }
+  /* Persistent request to MPI_PROC_NULL. */
+  MPI_Request nullreq;
+  CHECK_MPI(MPI_Send_init(&psend, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &nullreq));
+  CHECK_MPI(MPI_Start(&nullreq));
+  CHECK_MPI(MPI_Wait(&nullreq, MPI_STATUS_IGNORE));
+  CHECK_MPI(MPI_Request_free(&nullreq));
+  for (int k = 0; k < 4; ++k) {
+    CHECK_MPI(MPI_Request_free(&persistent[k]));
+    CHECK(persistent[k] == MPI_REQUEST_NULL);
+  }
+
+  CHECK_MPI(MPI_Finalize());
+  return 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs one MPI test program under sempirun. Programs named fatal_* must fail: they check that
+# the default MPI_ERRORS_ARE_FATAL handler takes the job down with a nonzero status and names the
+# error class. Usage: run_mpi_test.sh SEMPIRUN PROGRAM NRANKS [POLICY]
+set -uo pipefail
+sempirun="$1"
+program="$2"
+n="$3"
+policy=()
+[ $# -ge 4 ] && policy=(--policy "$4")
+output="$("$sempirun" -n "$n" --timeout 60 ${policy[@]+"${policy[@]}"} "$program" 2>&1)"
+status=$?
+printf '%s\n' "$output"
+case "$(basename "$program")" in
+  fatal_*)
+    if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
+      echo "expected the job to abort, got status $status" >&2
+      exit 1
+    fi
+    if ! grep -q "MPI_ERR_RANK" <<< "$output"; then
+      echo "expected the abort message to name MPI_ERR_RANK" >&2
+      exit 1
+    fi
+    exit 0
+    ;;
+esac
+exit "$status"

@@ -1,0 +1,47 @@
+/* sempi-specific: the name a program gives a communicator with MPI_Comm_set_name is the name
+ * the job's policy judges it by. Run with policy_names.json: on a communicator named "secret"
+ * only tag 1 is allowed, so the same send that works under its default name is refused once
+ * the program renames it (SEMPI_ERR_POLICY, reported through MPI_ERRORS_RETURN). */
+#include <string.h>
+
+#include "../mpitest.h"
+
+int main(int argc, char** argv) {
+  CHECK_MPI(MPI_Init(&argc, &argv));
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rank = 0;
+  int size = 0;
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const int right = (rank + 1) % size;
+  const int left = (rank + size - 1) % size;
+
+  MPI_Comm comm;
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  int out = rank;
+  int in = -1;
+  CHECK_MPI(MPI_Sendrecv(&out, 1, MPI_INT, right, 2, &in, 1, MPI_INT, left, 2, comm,
+                         MPI_STATUS_IGNORE));
+  CHECK(in == left);
+
+  CHECK_MPI(MPI_Comm_set_name(comm, "secret"));
+  char name[MPI_MAX_OBJECT_NAME];
+  int len = 0;
+  CHECK_MPI(MPI_Comm_get_name(comm, name, &len));
+  CHECK(strcmp(name, "secret") == 0);
+  CHECK_MPI(MPI_Barrier(comm));  /* every member has renamed it */
+
+  const int rc = MPI_Send(&out, 1, MPI_INT, right, 2, comm);
+  CHECK(error_class_of(rc) == SEMPI_ERR_POLICY);
+  char text[MPI_MAX_ERROR_STRING];
+  CHECK_MPI(MPI_Error_string(rc, text, &len));
+  CHECK(strstr(text, "SEMPI_ERR_POLICY") != NULL);
+  in = -1;
+  CHECK_MPI(MPI_Sendrecv(&out, 1, MPI_INT, right, 1, &in, 1, MPI_INT, left, 1, comm,
+                         MPI_STATUS_IGNORE));
+  CHECK(in == left);
+
+  CHECK_MPI(MPI_Comm_free(&comm));
+  CHECK_MPI(MPI_Finalize());
+  return 0;
+}
