@@ -569,6 +569,10 @@ void Engine::wait_until(Done&& done) {
       if (done()) break;
       const bool spinning = std::chrono::steady_clock::now() < spin_until;
       progress(std::chrono::milliseconds(spinning ? 0 : 10));
+      // While spinning, give the core away between polls: if the peer rank (or anything else)
+      // is waiting for this core, it runs now instead of after our time slice. On an idle
+      // core sched_yield returns at once.
+      if (spinning && !done()) std::this_thread::yield();
     } else {
       if (background_polling_.load()) kick();
       std::unique_lock lock(mu_);
