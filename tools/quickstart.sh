@@ -13,6 +13,11 @@ jobs="$(nproc)"
 
 packages=(build-essential cmake ninja-build pkg-config libssl-dev openssl libasio-dev
           nlohmann-json3-dev libspdlog-dev libgtest-dev libgmock-dev python3)
+# The test suite also runs tests/mpi under Open MPI, to prove those programs test standard MPI
+# behaviour and not sempi's own (the cross-check skips where Open MPI is absent).
+if [ "$mode" = test ]; then
+  packages+=(openmpi-bin libopenmpi-dev)
+fi
 
 install_missing() {
   local missing=()
