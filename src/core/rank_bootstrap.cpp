@@ -151,8 +151,9 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   // The audit log starts as soon as this rank knows who it is (rank, job, audit directory).
   if (welcome.contains("audit_dir")) {
     const auto dir = std::filesystem::path(field<std::string>(welcome, "audit_dir"));
-    joined.audit = audit::AuditLog::create(dir / audit::rank_file_name(joined.rank),
-                                           {joined.job.hex(), joined.rank});
+    audit::AuditLog::Options options{joined.job.hex(), joined.rank};
+    options.flush_each = joined.policy->audit_flush_each_record();
+    joined.audit = audit::AuditLog::create(dir / audit::rank_file_name(joined.rank), options);
     joined.audit->event(
         "rank.join", true, {},
         {{"ranks", joined.size},

@@ -493,7 +493,10 @@ struct PolicyParser {
       if (!audit->is_object()) {
         issue("/audit", "must be an object");
       } else {
-        check_keys(*audit, "/audit", {"messages"});
+        check_keys(*audit, "/audit", {"messages", "flush"});
+        if (const auto f = audit->find("flush"); f != audit->end()) {
+          out.audit_flush_each_ = choice(*f, "/audit/flush", {"interval", "record"}) == 1;
+        }
         if (const auto m = audit->find("messages"); m != audit->end()) {
           const int level = choice(*m, "/audit/messages", {"off", "metadata", "digest"});
           out.message_audit_ = level == 1   ? MessageAudit::metadata

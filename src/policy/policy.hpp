@@ -141,6 +141,9 @@ class Policy {
   [[nodiscard]] Mode mode() const noexcept { return mode_; }
   [[nodiscard]] Action action() const noexcept { return action_; }
   [[nodiscard]] MessageAudit message_audit() const noexcept { return message_audit_; }
+  /// audit.flush: "record" writes every rank record at once (durable, one write per record);
+  /// "interval" (default) buffers them (see config/README.md, Durability).
+  [[nodiscard]] bool audit_flush_each_record() const noexcept { return audit_flush_each_; }
   [[nodiscard]] bool enforcing() const noexcept { return mode_ == Mode::enforce; }
 
   /// True if some segmentation rule (on any communicator) lets `a` and `b` talk, or the policy
@@ -202,6 +205,7 @@ class Policy {
   Mode mode_ = Mode::enforce;
   Action action_ = Action::drop;
   MessageAudit message_audit_ = MessageAudit::off;
+  bool audit_flush_each_ = false;
   std::vector<Group> groups_;
   std::vector<Segment> segments_;
   std::vector<CommRule> comms_;

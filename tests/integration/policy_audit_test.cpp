@@ -249,6 +249,28 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   EXPECT_NE(broken.output.find("rank-1.jsonl:3: deleted"), std::string::npos) << broken.output;
 }
 
+TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
+  TempDir dir;
+  const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "audit": {"messages": "metadata", "flush": "record"}})",
+                       "crash");
+  EXPECT_EQ(job.result.exit_code, 128 + 9) << job.result.output;
+  EXPECT_NE(job.result.output.find("rank 2 was killed by signal 9"), std::string::npos)
+      << job.result.output;
+  // Every record the dead rank wrote is on disk (flush "record"); the seal takes its chain head
+  // from its file, so the whole directory still verifies.
+  EXPECT_EQ(verify_text(job.audit), "OK");
+  const auto seals = records(job.audit / "launcher.jsonl", "audit.seal");
+  ASSERT_EQ(seals.size(), 1u);
+  EXPECT_NE(seals[0].dump().find("\"file\""), std::string::npos) << seals[0].dump();
+  // The message rank 0 sent with tag 30 was never received: reconcile must say so.
+  const auto reconcile = tool({"audit", "reconcile", job.audit.string()});
+  EXPECT_EQ(reconcile.exit_code, 1) << reconcile.output;
+  EXPECT_NE(reconcile.output.find("30"), std::string::npos) << reconcile.output;
+}
+
 TEST(Audit, DefaultDirectoryIsPrivateAndPerJob) {
   TempDir dir;
   const auto result = run_job({"/bin/sh", "-c",
