@@ -13,6 +13,8 @@
 
 #include "sempi/error.hpp"
 
+#include "support/temp_dir.hpp"
+
 namespace sempi::launch {
 namespace {
 
@@ -38,23 +40,7 @@ void expect_refused(std::vector<std::string> args, const std::string& needle) {
   }
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sempirun-options-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sempi::test::TempDir;
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 

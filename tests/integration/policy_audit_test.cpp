@@ -13,6 +13,7 @@
 
 #include "audit/audit_reader.hpp"
 #include "support/job_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace sempi::test {
 namespace {
@@ -20,23 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sempi-policy-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sempi::test::TempDir;
 
 struct Job {
   JobResult result;

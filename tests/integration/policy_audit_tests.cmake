@@ -1,6 +1,7 @@
 # Policy enforcement and the audit log on real jobs (sempirun, real processes, real TLS).
 add_executable(policy_probe programs/policy_probe.cpp)
 target_link_libraries(policy_probe PRIVATE sempi::sempi sempi_project_options)
+target_include_directories(policy_probe PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 
 sempi_test(policy_audit_test SOURCES policy_audit_test.cpp LIBS sempi::audit TIMEOUT 240)
 target_include_directories(policy_audit_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)

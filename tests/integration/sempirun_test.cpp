@@ -27,6 +27,8 @@
 #include "common/hex.hpp"
 #include "policy/policy_document.hpp"
 
+#include "support/temp_dir.hpp"
+
 #ifndef SEMPIRUN_PATH
 #error "SEMPIRUN_PATH must be defined by the build"
 #endif
@@ -155,23 +157,7 @@ std::string describe(const RunResult& r) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sempirun-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sempi::test::TempDir;
 
 // Alive and not a zombie (a killed grandchild is reaped by init, maybe a moment later).
 bool alive(pid_t pid) {

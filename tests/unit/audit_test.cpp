@@ -15,28 +15,14 @@
 #include "common/hex.hpp"
 #include "sempi/error.hpp"
 
+#include "support/temp_dir.hpp"
+
 namespace sempi::audit {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sempi-audit-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using sempi::test::TempDir;
 
 const std::string kJob(32, 'a');
 

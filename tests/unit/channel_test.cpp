@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "sempi/error.hpp"
+#include "support/rank_check.hpp"
 #include "support/test_job.hpp"
 
 namespace sempi::test {
@@ -17,22 +18,9 @@ using transport::ChannelError;
 using transport::FrameHeader;
 using transport::FrameType;
 
-std::uint64_t fnv1a(std::span<const std::uint8_t> data, std::uint64_t h = 1469598103934665603ull) {
-  for (std::uint8_t b : data) h = (h ^ b) * 1099511628211ull;
-  return h;
-}
-
-std::vector<std::uint8_t> pattern(std::size_t size, std::uint64_t seed) {
-  std::vector<std::uint8_t> v(size);
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b = static_cast<std::uint8_t>(x);
-  }
-  return v;
-}
+using sempi::test::fnv1a;
+using sempi::test::kFnvBasis;
+using sempi::test::pattern;
 
 // A connected pair: rank 0 accepts, rank 1 dials.
 struct Pair {
@@ -114,7 +102,7 @@ TEST(Channel, Streams256MiBThroughOneChannel) {
   constexpr std::size_t kChunk = 4 << 20;
   constexpr std::size_t kChunks = 64;  // 256 MiB
   auto receiver = std::async(std::launch::async, [&] {
-    std::uint64_t sum = 1469598103934665603ull;
+    std::uint64_t sum = kFnvBasis;
     std::size_t bytes = 0;
     std::vector<std::uint8_t> payload;
     for (std::size_t i = 0; i < kChunks; ++i) {
@@ -129,7 +117,7 @@ TEST(Channel, Streams256MiBThroughOneChannel) {
     EXPECT_EQ(bytes, kChunk * kChunks);
     return sum;
   });
-  std::uint64_t expected = 1469598103934665603ull;
+  std::uint64_t expected = kFnvBasis;
   auto data = pattern(kChunk, 7);
   for (std::size_t i = 0; i < kChunks; ++i) {
     data.at(i) ^= 0x5a;  // every chunk differs, so reordering would show

@@ -21,35 +21,13 @@
 
 #include <sempi/sempi.hpp>
 
+#include "support/rank_check.hpp"
+
 namespace {
 
-int g_rank = -1;
-
-#define CHECK(cond)                                                                       \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "rank %d: check failed at line %d: %s\n", g_rank, __LINE__, #cond); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-std::uint64_t fnv1a(const std::uint8_t* data, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 1099511628211ull;
-  return h;
-}
-
-std::vector<std::uint8_t> pattern(std::size_t n, std::uint64_t seed) {
-  std::vector<std::uint8_t> v(n);
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b = static_cast<std::uint8_t>(x);
-  }
-  return v;
-}
+using sempi::test::fnv1a;
+using sempi::test::g_rank;
+using sempi::test::pattern;
 
 template <class F>
 void expect_error(sempi::ErrorClass cls, F&& f) {
@@ -97,8 +75,7 @@ void all_pairs(const sempi::Communicator& world) {
     for (int peer = 0; peer < size; ++peer) {
       const auto expect = pattern(in[static_cast<std::size_t>(peer)].size(),
                                   static_cast<std::uint64_t>(peer * 1000 + rank) + round);
-      CHECK(fnv1a(expect.data(), expect.size()) ==
-            fnv1a(in[static_cast<std::size_t>(peer)].data(), in[static_cast<std::size_t>(peer)].size()));
+      CHECK(fnv1a(expect) == fnv1a(in[static_cast<std::size_t>(peer)]));
     }
   }
 }

@@ -14,21 +14,15 @@
 
 #include <sempi/sempi.hpp>
 
+#include "support/rank_check.hpp"
+
 namespace sempi::detail {
 void simulate_compromised_sender(bool skip_sender_checks) noexcept;  // src/core/engine.hpp
 }
 
 namespace {
 
-int g_rank = -1;
-
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      std::fprintf(stderr, "rank %d: check failed at line %d: %s\n", g_rank, __LINE__, #cond); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+using sempi::test::g_rank;
 
 // Runs f, which must throw sempi::Error of class `cls`; returns its message.
 template <class F>
