@@ -4,15 +4,8 @@
 #define WINDOW 64
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 2) {
-    if (rank == 0) fprintf(stderr, "osu_bibw needs 2 ranks\n");
-    MPI_Finalize();
-    return 1;
-  }
+  int rank = 0;
+  if (!bench_start_pair(&argc, &argv, "osu_bibw", &rank)) return 1;
   bench_options o = bench_parse(argc, argv, 1, 4L << 20);
   o.iterations = o.iterations / 10 > 0 ? o.iterations / 10 : 1;
   o.warmup = o.warmup / 10 > 0 ? o.warmup / 10 : 1;

@@ -2,15 +2,8 @@
 #include "osu_util.h"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 2) {
-    if (rank == 0) fprintf(stderr, "osu_latency needs 2 ranks\n");
-    MPI_Finalize();
-    return 1;
-  }
+  int rank = 0;
+  if (!bench_start_pair(&argc, &argv, "osu_latency", &rank)) return 1;
   bench_options o = bench_parse(argc, argv, 0, 4L << 20);
   char* buf = bench_alloc(o.max_size);
   if (rank == 0) printf("# osu_latency\n# size_bytes latency_us\n");

@@ -43,6 +43,19 @@ static inline void* bench_alloc(long size) {
   return p;
 }
 
+/* MPI_Init, then this rank's number; 0 (after MPI_Finalize) if the job has fewer than two
+ * ranks, which the point-to-point programs need. */
+static inline int bench_start_pair(int* argc, char*** argv, const char* name, int* rank) {
+  int size = 0;
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size >= 2) return 1;
+  if (*rank == 0) fprintf(stderr, "%s needs 2 ranks\n", name);
+  MPI_Finalize();
+  return 0;
+}
+
 static inline long bench_next_size(long size) { return size == 0 ? 1 : size * 2; }
 
 #endif

@@ -460,10 +460,13 @@ void Communicator::reduce_scatter_block_raw(const void* send, void* recv, int re
   reduce_scatter_raw(send, recv, counts, type, op);
 }
 
-void Communicator::scan_raw(const void* send, void* recv, int count, const ElementType& type,
-                            const Op& op) const {
-  constexpr const char* name = "scan";
-  const auto comm = checked(state_, name);
+namespace {
+
+// scan and exscan differ only in whether a rank's own contribution is part of its result.
+void run_scan(const std::shared_ptr<detail::CommState>& state, const void* send, void* recv,
+              int count, const ElementType& type, const Op& op, bool exclusive) {
+  const char* name = exclusive ? "exscan" : "scan";
+  const auto comm = checked(state, name);
   check_count(count, name);
   check_type(type, name);
   op.check(type, name);
@@ -472,36 +475,28 @@ void Communicator::scan_raw(const void* send, void* recv, int count, const Eleme
   const bool in_place = is_in_place(send);
   if (!in_place) check_buffer(send, bytes, name, "send");
   check_buffer(recv, bytes, name, "receive");
-  auto s = make(comm, OpKind::scan, name);
+  auto s = make(comm, exclusive ? OpKind::exscan : OpKind::scan, name);
   if (count > 0) {
     const std::byte* input = in_place ? as_bytes(static_cast<const void*>(recv)) : as_bytes(send);
-    if (s->size() == 1) {
-      s->copy(recv, input, bytes);
-    } else {
-      detail::coll::scan_recursive_doubling(*s, red, input, as_bytes(recv), count, false);
+    if (s->size() > 1) {
+      detail::coll::scan_recursive_doubling(*s, red, input, as_bytes(recv), count, exclusive);
+    } else if (!exclusive) {
+      s->copy(recv, input, bytes);  // exscan leaves rank 0's result undefined, as MPI does
     }
   }
   s->run();
 }
 
+}  // namespace
+
+void Communicator::scan_raw(const void* send, void* recv, int count, const ElementType& type,
+                            const Op& op) const {
+  run_scan(state_, send, recv, count, type, op, false);
+}
+
 void Communicator::exscan_raw(const void* send, void* recv, int count, const ElementType& type,
                               const Op& op) const {
-  constexpr const char* name = "exscan";
-  const auto comm = checked(state_, name);
-  check_count(count, name);
-  check_type(type, name);
-  op.check(type, name);
-  const Reduction red{op, type};
-  const std::size_t bytes = red.bytes(count);
-  const bool in_place = is_in_place(send);
-  if (!in_place) check_buffer(send, bytes, name, "send");
-  check_buffer(recv, bytes, name, "receive");
-  auto s = make(comm, OpKind::exscan, name);
-  if (count > 0 && s->size() > 1) {
-    const std::byte* input = in_place ? as_bytes(static_cast<const void*>(recv)) : as_bytes(send);
-    detail::coll::scan_recursive_doubling(*s, red, input, as_bytes(recv), count, true);
-  }
-  s->run();
+  run_scan(state_, send, recv, count, type, op, true);
 }
 
 }  // namespace sempi

@@ -149,6 +149,31 @@ void wait_quietly(Request& request) noexcept {
   }
 }
 
+// The send and receive of MPI_Sendrecv(_replace), started together so that pairs of ranks
+// cannot deadlock. Neither request is left pending when the other fails.
+sempi::Status exchange(const sempi::Communicator& c, const void* send, std::size_t send_bytes,
+                       int dest, int sendtag, void* recv, std::size_t recv_bytes, int source,
+                       int recvtag) {
+  sempi::Request r = c.irecv_bytes(recv, recv_bytes, source, recvtag);
+  sempi::Request s;
+  try {
+    s = c.isend_bytes(send, send_bytes, dest, sendtag);
+  } catch (...) {
+    r.cancel();
+    wait_quietly(r);
+    throw;
+  }
+  sempi::Status got;
+  try {
+    got = r.wait();
+  } catch (...) {
+    wait_quietly(s);
+    throw;
+  }
+  s.wait();
+  return got;
+}
+
 void reap_detached(bool all) {
   std::lock_guard lock(g_detached_mu);
   for (auto it = g_detached.begin(); it != g_detached.end();) {
@@ -259,23 +284,8 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
     check_tag(recvtag, true);
     const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
     RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
-    sempi::Request r = c.irecv_bytes(in.ptr, in.capacity, source, recvtag);
-    sempi::Request s;
-    try {
-      s = c.isend_bytes(out.ptr, out.bytes, dest, sendtag);
-    } catch (...) {
-      r.cancel();
-      wait_quietly(r);
-      throw;
-    }
-    sempi::Status got;
-    try {
-      got = r.wait();
-    } catch (...) {
-      wait_quietly(s);
-      throw;
-    }
-    s.wait();
+    const sempi::Status got =
+        exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
     in.finish(got.bytes);
     to_mpi_status(got, status);
   });
@@ -299,23 +309,8 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     }
     Staging in;
     in.allocate(bytes);
-    sempi::Request r = c.irecv_bytes(in.data.get(), bytes, source, recvtag);
-    sempi::Request s;
-    try {
-      s = c.isend_bytes(out.data.get(), bytes, dest, sendtag);
-    } catch (...) {
-      r.cancel();
-      wait_quietly(r);
-      throw;
-    }
-    sempi::Status got;
-    try {
-      got = r.wait();
-    } catch (...) {
-      wait_quietly(s);
-      throw;
-    }
-    s.wait();
+    const sempi::Status got =
+        exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source, recvtag);
     type->unpack(in.data.get(), static_cast<std::int64_t>(got.bytes), count, at(buf, 0));
     to_mpi_status(got, status);
   });
