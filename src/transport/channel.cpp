@@ -301,6 +301,7 @@ void Channel::complete_written() {
 std::error_code Channel::flush() {
   if (failed()) return failure_.code;
   write_wants_read_ = false;
+  if (outbound_.empty()) return flush_socket_buffer();
   while (!outbound_.empty()) {
     // Choose what to hand to TLS: a batch of small frames, or a slice of the front frame.
     const std::uint8_t* data = nullptr;
@@ -366,7 +367,19 @@ std::error_code Channel::flush() {
       complete_written();
     }
   }
-  return {};
+  return flush_socket_buffer();
+}
+
+bool Channel::has_pending_writes() const noexcept {
+  return !outbound_.empty() || BIO_wpending(SSL_get_wbio(ssl_.get())) > 0;
+}
+
+std::error_code Channel::flush_socket_buffer() {
+  BIO* bio = SSL_get_wbio(ssl_.get());
+  if (BIO_wpending(bio) == 0 || BIO_flush(bio) == 1 || BIO_should_retry(bio)) return {};
+  const int saved = errno;
+  return fail(errc::connection_closed,
+              "connection lost during send: " + std::system_category().message(saved));
 }
 
 long Channel::read_some(std::uint8_t* dst, std::size_t size) {
@@ -425,6 +438,9 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
         ec) {
       return fail(ec, std::string("frame ") + frame_type_name(in_frame_.type) + " rejected");
     }
+    // Nothing buffered in TLS: another read would most likely only return EAGAIN, a system
+    // call on the latency path. The caller's next poll (or direct read) picks up what follows.
+    if (!has_buffered_input()) break;
   }
   return failure_.code;
 }
@@ -437,9 +453,9 @@ std::error_code Channel::send_frame(const FrameHeader& header,
     finished = true;
     result = ec;
   });
-  while (!finished) {
+  while (!finished || has_pending_writes()) {
     if (auto ec = flush(); ec) return ec;
-    if (finished) break;
+    if (finished && !has_pending_writes()) break;
     const auto what = wants_read_for_write() ? WaitFor::read : WaitFor::write;
     if (auto ec = wait_fd(fd_.get(), what, deadline); ec) {
       return fail(ec, "send did not complete before the deadline");

@@ -98,7 +98,9 @@ class Channel {
   /// The negotiated TLS suite, e.g. "TLS_AES_128_GCM_SHA256".
   [[nodiscard]] std::string cipher() const;
 
-  /// Queues a frame; the channel assigns the sequence number. The payload is copied if small,
+  /// Queues a frame; the channel assigns the sequence number. A frame counts as written once TLS
+  /// has encrypted it; the records may still sit in the socket BIO's buffer (several records go
+  /// out in one send(), see socket_bio.hpp) until flush() drains it. The payload is copied if small,
   /// otherwise referenced: it must stay valid until `done` runs. A payload larger than the peer's
   /// max_frame_payload is refused immediately (errc::frame_too_large via `done`).
   /// Returns the sequence number the frame carries (the peer sees the same number).
@@ -107,11 +109,12 @@ class Channel {
   std::error_code flush();
   /// True while queued bytes remain; the caller waits for writability (or readability, see
   /// wants_read_for_write()).
-  [[nodiscard]] bool has_pending_writes() const noexcept { return !outbound_.empty(); }
+  [[nodiscard]] bool has_pending_writes() const noexcept;
   /// TLS may need to read before it can write (rare in TLS 1.3, e.g. key update).
   [[nodiscard]] bool wants_read_for_write() const noexcept { return write_wants_read_; }
 
-  /// Reads and delivers up to `max_frames` complete frames without blocking.
+  /// Reads and delivers up to `max_frames` complete frames without blocking. Stops early when
+  /// TLS has nothing buffered after a frame (the next read would most likely find nothing).
   std::error_code read_available(FrameSink& sink, std::size_t max_frames = SIZE_MAX);
   /// True if TLS holds decrypted or buffered bytes: poll() would not report them.
   [[nodiscard]] bool has_buffered_input() const;
@@ -146,6 +149,8 @@ class Channel {
   ChannelError handshake(bool is_client, Deadline deadline);
   ChannelError exchange_hello(Deadline deadline);
   std::error_code fail(std::error_code code, std::string detail);
+  // Hands the socket BIO's buffered records to the kernel, as far as it takes them.
+  std::error_code flush_socket_buffer();
   std::error_code fail_from_ssl(int ssl_error, const char* during);
   // One SSL_read into dst; returns bytes, 0 when it would block, -1 after failing the channel.
   long read_some(std::uint8_t* dst, std::size_t size);

@@ -4,6 +4,13 @@
 // OpenSSL's socket BIO writes with write(2): a peer that vanished would kill the whole rank with
 // SIGPIPE. A library must not change the process's signal disposition, so this BIO uses
 // send(MSG_NOSIGNAL) instead; a dead peer becomes an EPIPE error on that one channel.
+//
+// Writes are buffered: OpenSSL hands over one TLS record (at most ~16 KiB) per write, and a
+// send() per record costs a system call and a trip through the TCP stack each. This BIO gathers
+// records and sends them together once 64 KiB are buffered and at every BIO_flush(), which
+// OpenSSL issues after each handshake flight and alert, and Channel::flush() after each batch
+// of application data. A full buffer (256 KiB) makes writes retry, like a full socket.
+// BIO_wpending() reports the bytes not yet handed to the kernel.
 
 #include <openssl/bio.h>
 
