@@ -41,6 +41,7 @@ void append_string(std::string& out, std::string_view text) {
 
 struct MdCtxHolder {
   pki::EvpMdCtxPtr ctx{EVP_MD_CTX_new()};
+  bool initialised = false;
 };
 
 }  // namespace
@@ -48,8 +49,13 @@ struct MdCtxHolder {
 std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".jsonl"; }
 
 void append_json_escaped(std::string& out, std::string_view text) {
-  for (const char c : text) {
+  std::size_t plain = 0;  // start of the run of characters that need no escaping
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x80 && c != '"' && c != '\\') continue;
+    out.append(text.substr(plain, i - plain));
+    plain = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -57,23 +63,25 @@ void append_json_escaped(std::string& out, std::string_view text) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default:
-        if (u < 0x20 || u >= 0x80) {
-          out += "\\u00";
-          out.push_back(kHexDigits[u >> 4]);
-          out.push_back(kHexDigits[u & 0xf]);
-        } else {
-          out.push_back(c);
-        }
+        out += "\\u00";
+        out.push_back(kHexDigits[u >> 4]);
+        out.push_back(kHexDigits[u & 0xf]);
     }
   }
+  out.append(text.substr(plain));
 }
 
 Sha256 sha256(std::span<const std::uint8_t> data) {
-  // One context per thread, reused: hashing every record must not allocate.
+  // One context per thread, reused: hashing every record must not allocate. After the first
+  // use, initialising with a null type keeps the digest already fetched (no provider lookup).
   thread_local MdCtxHolder holder;
   Sha256 out{};
   unsigned int len = 0;
-  if (!holder.ctx || EVP_DigestInit_ex(holder.ctx.get(), EVP_sha256(), nullptr) != 1 ||
+  const bool started =
+      holder.ctx &&
+      EVP_DigestInit_ex2(holder.ctx.get(), holder.initialised ? nullptr : EVP_sha256(), nullptr) == 1;
+  holder.initialised = holder.initialised || started;
+  if (!started ||
       EVP_DigestUpdate(holder.ctx.get(), data.data(), data.size()) != 1 ||
       EVP_DigestFinal_ex(holder.ctx.get(), out.data(), &len) != 1 || len != out.size()) {
     throw Error(ErrorClass::intern, "SHA-256 failed");
@@ -103,15 +111,23 @@ AuditLog::AuditLog(std::filesystem::path path, int fd, Options options)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
   line_.reserve(1024);
   buffer_.reserve(options_.flush_bytes + 4096);
+  // The same in every record: formatted once.
+  source_fields_ = "},\"sempi\":{\"job\":";
+  append_string(source_fields_, options_.job);
+  if (options_.rank) {
+    source_fields_ += ",\"source\":\"rank\",\"rank\":";
+    append_number(source_fields_, *options_.rank);
+  } else {
+    source_fields_ += ",\"source\":\"launcher\"";
+  }
 }
 
 AuditLog::~AuditLog() {
   if (!closed_) close();
 }
 
-void AuditLog::begin(std::string_view action, bool success, std::string_view reason) {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);  // vDSO: no system call
+void AuditLog::begin(const timespec& ts, std::string_view action, bool success,
+                     std::string_view reason) {
   if (ts.tv_sec != ts_second_) {
     ts_second_ = ts.tv_sec;
     std::tm tm{};
@@ -141,14 +157,7 @@ void AuditLog::begin(std::string_view action, bool success, std::string_view rea
     line_ += ",\"reason\":";
     append_string(line_, reason);
   }
-  line_ += "},\"sempi\":{\"job\":";
-  append_string(line_, options_.job);
-  if (options_.rank) {
-    line_ += ",\"source\":\"rank\",\"rank\":";
-    append_number(line_, *options_.rank);
-  } else {
-    line_ += ",\"source\":\"launcher\"";
-  }
+  line_ += source_fields_;
 }
 
 void AuditLog::finish() {
@@ -172,12 +181,15 @@ void AuditLog::finish() {
 
 void AuditLog::event(std::string_view action, bool success, std::string_view reason,
                      const nlohmann::ordered_json& fields) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);  // vDSO: no system call
   std::lock_guard lock(mu_);
   if (closed_) {
     ++dropped_;
     return;
   }
-  begin(action, success, reason);
+  render_queued(SIZE_MAX);  // the records captured before this one come first
+  begin(now, action, success, reason);
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) {
       line_.push_back(',');
@@ -190,12 +202,65 @@ void AuditLog::event(std::string_view action, bool success, std::string_view rea
 }
 
 void AuditLog::message(const MessageRecord& r) {
-  std::lock_guard lock(mu_);
-  if (closed_) {
-    ++dropped_;
+  if (options_.flush_each) {  // durability asked for: render and write this record now
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    std::lock_guard lock(mu_);
+    if (closed_) {
+      ++dropped_;
+      return;
+    }
+    render_queued(SIZE_MAX);
+    render(r, now);
     return;
   }
-  begin(r.action, r.success, r.reason != nullptr ? std::string_view(r.reason) : std::string_view());
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock(queue_mu_);
+    if (queue_used_ == queue_.size()) queue_.emplace_back();
+    Captured& c = queue_[queue_used_++];
+    ::clock_gettime(CLOCK_REALTIME, &c.time);  // under the lock: timestamps follow queue order
+    c.record = r;
+    c.comm.assign(r.comm);  // reuses the entry's capacity
+    c.has_digest = r.digest != nullptr;
+    if (c.has_digest) c.digest = *r.digest;
+    queued = queued_.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  if (queued > kMaxQueued) render_pending(SIZE_MAX);  // bounded memory: the capturer pays
+}
+
+void AuditLog::render_pending(std::size_t max) {
+  std::lock_guard lock(mu_);
+  render_queued(max);
+}
+
+std::size_t AuditLog::render_queued(std::size_t max) {
+  std::size_t done = 0;
+  while (done < max) {
+    if (rendering_next_ == rendering_used_) {
+      std::lock_guard lock(queue_mu_);
+      if (queue_used_ == 0) break;
+      std::swap(queue_, rendering_);
+      rendering_used_ = queue_used_;
+      rendering_next_ = 0;
+      queue_used_ = 0;
+    }
+    Captured& c = rendering_[rendering_next_++];
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    ++done;
+    if (closed_) {
+      ++dropped_;
+      continue;
+    }
+    c.record.comm = c.comm;
+    c.record.digest = c.has_digest ? &c.digest : nullptr;
+    render(c.record, c.time);
+  }
+  return done;
+}
+
+void AuditLog::render(const MessageRecord& r, const timespec& time) {
+  begin(time, r.action, r.success, r.reason != nullptr ? std::string_view(r.reason) : std::string_view());
   line_ += ",\"peer\":";
   append_number(line_, r.peer);
   line_ += ",\"comm\":";
@@ -244,11 +309,13 @@ void AuditLog::write_buffer() {
 
 void AuditLog::flush() {
   std::lock_guard lock(mu_);
+  render_queued(SIZE_MAX);
   if (!buffer_.empty()) write_buffer();
 }
 
 void AuditLog::flush_if_due() {
   std::lock_guard lock(mu_);
+  render_queued(SIZE_MAX);
   if (buffer_.empty()) return;
   if (buffer_.size() >= options_.flush_bytes ||
       std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
@@ -259,6 +326,7 @@ void AuditLog::flush_if_due() {
 ChainHead AuditLog::close() {
   std::lock_guard lock(mu_);
   if (!closed_) {
+    render_queued(SIZE_MAX);
     closed_ = true;
     if (!buffer_.empty()) write_buffer();
     ::fsync(fd_);
@@ -268,8 +336,9 @@ ChainHead AuditLog::close() {
   return {seq_, prev_};
 }
 
-ChainHead AuditLog::head() const {
+ChainHead AuditLog::head() {
   std::lock_guard lock(mu_);
+  render_queued(SIZE_MAX);
   return {seq_, prev_};
 }
 

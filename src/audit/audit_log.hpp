@@ -15,16 +15,29 @@
 // Never logged: payloads, keys, tokens. Message records carry metadata (peer, communicator,
 // operation, tag, bytes, message id) and, at level "digest", the payload's SHA-256.
 //
-// Durability trade-off: records are appended to an in-memory buffer, written when it holds
-// flush_bytes, when the oldest buffered record is older than max_age (checked on every record
-// and by flush_if_due(), which the engine's background thread calls every few milliseconds),
-// and at close(). A crash loses at most what is buffered: bounded by max_age and hard_limit.
-// The launcher uses flush_each (a write per record: its records are rare and matter most).
+// Message records are captured, then rendered: message() only copies the record's fields and a
+// timestamp into a queue (no JSON, no hashing: it runs on the message path, under the engine's
+// lock). render_pending() formats queued records, chains them and buffers them; the engine
+// calls it while a rank waits with nothing else to do, and flush_if_due() renders whatever is
+// left. Other records (event()) are rare and rendered at once, after everything queued, so the
+// file keeps the order of the calls. Timestamps are taken at capture.
 //
-// Thread safety: every member function may be called from any thread; one internal mutex.
-// Records are formatted into reused buffers: no allocation per record once warmed up.
+// Durability trade-off: rendered records are appended to an in-memory buffer, written when it
+// holds flush_bytes, when the oldest buffered record is older than max_age (checked on every
+// rendered record and by flush_if_due(), which the engine's background thread calls every few
+// milliseconds, rendering the queue first), and at close(). A crash loses at most what is
+// queued or buffered: bounded by max_age plus that period, kMaxQueued records and hard_limit. With flush_each (the launcher,
+// and ranks under "flush": "record") every record is rendered and written at once.
+//
+// Thread safety: every member function may be called from any thread. Two mutexes: one guards
+// the capture queue (held for a copy), one serialises rendering and the file; rendering never
+// blocks a capture. Records are formatted into reused buffers: no allocation per record once
+// warmed up (communicator names up to 15 bytes are copied without allocating).
+
+#include <time.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -34,6 +47,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +94,9 @@ struct MessageRecord {
 
 class AuditLog {
  public:
+  /// Captured message records beyond this are rendered by the capturing thread itself.
+  static constexpr std::size_t kMaxQueued = 4096;
+
   struct Options {
     std::string job;          // job id (hex)
     std::optional<int> rank;  // nullopt: the launcher
@@ -99,31 +116,64 @@ class AuditLog {
   /// A general record; `fields` (an object) is merged into "sempi" after job/source/rank.
   void event(std::string_view action, bool success, std::string_view reason = {},
              const nlohmann::ordered_json& fields = nlohmann::ordered_json::object());
+  /// Captures a message record (rendered later, see above).
   void message(const MessageRecord& record);
+  /// True if captured records wait to be rendered (a hint: no lock taken).
+  [[nodiscard]] bool has_pending() const noexcept {
+    return queued_.load(std::memory_order_relaxed) > 0;
+  }
+  /// Renders up to `max` captured records, oldest first.
+  void render_pending(std::size_t max = SIZE_MAX);
 
+  /// Renders everything captured and writes the buffer.
   void flush();
-  /// Writes the buffer if it is older than max_age or larger than flush_bytes.
+  /// Renders everything captured; writes the buffer if it is older than max_age or larger than
+  /// flush_bytes.
   void flush_if_due();
   /// Flushes, fsyncs, closes; later records are dropped. Returns the final head.
   ChainHead close();
-  [[nodiscard]] ChainHead head() const;
+  /// The head after rendering everything captured so far.
+  [[nodiscard]] ChainHead head();
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
-  AuditLog(std::filesystem::path path, int fd, Options options);
-  // Under mu_: begins line_ with timestamp and event fields.
-  void begin(std::string_view action, bool success, std::string_view reason);
-  // Under mu_: appends sempi.prev, closes the line, chains and buffers it.
-  void finish();
-  void write_buffer();  // under mu_
+  // A message record as captured: MessageRecord with owned copies of what it points to.
+  struct Captured {
+    timespec time{};
+    MessageRecord record;  // comm and digest point into this entry when rendered
+    std::string comm;
+    Sha256 digest{};
+    bool has_digest = false;
+  };
 
-  mutable std::mutex mu_;
+  AuditLog(std::filesystem::path path, int fd, Options options);
+  // All below under mu_ (the render lock).
+  // Begins line_ with timestamp and event fields.
+  void begin(const timespec& time, std::string_view action, bool success,
+             std::string_view reason);
+  // Appends sempi.prev, closes the line, chains and buffers it.
+  void finish();
+  void render(const MessageRecord& record, const timespec& time);
+  std::size_t render_queued(std::size_t max);  // returns how many were rendered
+  void write_buffer();
+
+  mutable std::mutex mu_;  // rendering, chain, buffer and file
+  // Capture queue: filled under queue_mu_; the renderer swaps it with rendering_.
+  std::mutex queue_mu_;
+  std::vector<Captured> queue_;
+  std::size_t queue_used_ = 0;
+  std::vector<Captured> rendering_;  // under mu_
+  std::size_t rendering_used_ = 0;
+  std::size_t rendering_next_ = 0;
+  std::atomic<std::size_t> queued_{0};  // captured, not yet rendered
+
   std::filesystem::path path_;
   int fd_ = -1;
   Options options_;
+  std::string source_fields_;  // closes "event", opens "sempi" with job, source and rank
   std::string line_;    // the record being formatted (reused)
   std::string buffer_;  // formatted records not yet written
-  std::chrono::steady_clock::time_point oldest_{};
+  std::chrono::steady_clock::time_point oldest_{};  // of the oldest buffered record
   std::int64_t seq_ = -1;
   std::string prev_ = kZeroHash;
   bool closed_ = false;
