@@ -23,6 +23,10 @@ namespace flags = transport::frame_flags;
 constexpr std::uint64_t kRendezvousEntryCost = 256;
 // Frames read from one channel per progress round, so one busy peer cannot starve the others.
 constexpr std::size_t kFramesPerRound = 64;
+// A waiter spinning on one peer's channel polls all channels every this many rounds.
+constexpr unsigned kFullPollEvery = 8;
+// Captured audit records a spinning waiter renders per round (about a microsecond each).
+constexpr std::size_t kAuditRecordsPerSpin = 1;
 constexpr std::size_t kMaxAbortReason = 4096;
 constexpr std::size_t kMaxDenyReason = 256;
 // sempirun reports "rank R called abort (code 1): policy violation: ...".
@@ -257,6 +261,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
   const bool collective = op != OpKind::p2p;
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
   auto request = std::make_shared<RequestState>(RequestKind::send);
+  request->peer_hint = world;
   std::lock_guard lock(mu_);
   if (!abort_reason_.empty()) {
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
@@ -445,6 +450,7 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   request->tag = tag;
   request->buffer = buf;
   request->capacity = capacity;
+  request->peer_hint = request->source_world;
   std::lock_guard lock(mu_);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(*request, it->context, it->source, it->tag)) {
@@ -559,7 +565,7 @@ Status Engine::probe(const CommState& comm, bool collective, int source, int tag
 // --- waiting and progress --------------------------------------------------------------------
 
 template <class Done>
-void Engine::wait_until(Done&& done) {
+void Engine::wait_until(Done&& done, int peer_hint) {
   if (done()) return;
   ++active_waiters_;
   const auto spin_until = std::chrono::steady_clock::now() + config_.spin;
@@ -568,11 +574,19 @@ void Engine::wait_until(Done&& done) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
       const bool spinning = std::chrono::steady_clock::now() < spin_until;
-      progress(std::chrono::milliseconds(spinning ? 0 : 10));
-      // While spinning, give the core away between polls: if the peer rank (or anything else)
-      // is waiting for this core, it runs now instead of after our time slice. On an idle
-      // core sched_yield returns at once.
-      if (spinning && !done()) std::this_thread::yield();
+      if (!spinning) render_audit_while_idle(SIZE_MAX);  // about to block: render everything
+      // Spinning on a known peer: read its channel directly, and poll every channel (and the
+      // launcher) every few rounds so nothing else waits long.
+      const bool direct = spinning && peer_hint >= 0 && ++spin_rounds_ % kFullPollEvery != 0 &&
+                          progress_peer(peer_hint);
+      if (!direct) progress(std::chrono::milliseconds(spinning ? 0 : 10));
+      if (spinning && !done()) {
+        // A few at a time: a message arriving meanwhile waits for at most that much.
+        render_audit_while_idle(kAuditRecordsPerSpin);
+        // Oversubscribed: give the core away between polls, so that a rank waiting for this
+        // core runs now instead of after our time slice.
+        if (config_.yield_while_spinning) std::this_thread::yield();
+      }
     } else {
       if (background_polling_.load()) kick();
       std::unique_lock lock(mu_);
@@ -584,20 +598,27 @@ void Engine::wait_until(Done&& done) {
 }
 
 void Engine::wait(const RequestState& request) {
-  wait_until([&] { return request.done.load(std::memory_order_acquire); });
+  wait_until([&] { return request.done.load(std::memory_order_acquire); }, request.peer_hint);
 }
 
 std::size_t Engine::wait_any(const std::vector<const RequestState*>& requests) {
   std::size_t index = requests.size();
-  wait_until([&] {
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (requests[i]->done.load(std::memory_order_acquire)) {
-        index = i;
-        return true;
-      }
-    }
-    return requests.empty();
-  });
+  // One peer for all of them (a collective round, a pair of sendrecv requests): spin on it.
+  int hint = requests.empty() ? -1 : requests.front()->peer_hint;
+  for (const RequestState* r : requests) {
+    if (r->peer_hint != hint) hint = -1;
+  }
+  wait_until(
+      [&] {
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+          if (requests[i]->done.load(std::memory_order_acquire)) {
+            index = i;
+            return true;
+          }
+        }
+        return requests.empty();
+      },
+      hint);
   return index;
 }
 
@@ -617,6 +638,22 @@ void Engine::read_peer(Peer& peer) {
     if (!peer.violation_.empty()) reason = "protocol violation: " + peer.violation_;
     fail_peer(peer, reason);
   }
+}
+
+void Engine::render_audit_while_idle(std::size_t max_records) {
+  audit::AuditLog* log = audit();
+  if (log != nullptr && log->has_pending()) log->render_pending(max_records);
+}
+
+bool Engine::progress_peer(int world) {
+  std::lock_guard lock(mu_);
+  if (world < 0 || static_cast<std::size_t>(world) >= peers_.size()) return false;
+  Peer* peer = peers_[static_cast<std::size_t>(world)].get();
+  if (peer == nullptr || peer->failed_ || !peer->channel_ || peer->paused_) return false;
+  read_peer(*peer);
+  if (!peer->failed_ && peer->channel_ && peer->channel_->has_pending_writes()) flush_peer(*peer);
+  closed_channels_.clear();  // no channel method is on the stack here
+  return true;
 }
 
 void Engine::progress(std::chrono::milliseconds max_block) {

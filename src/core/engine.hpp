@@ -9,6 +9,9 @@
 //  * Progress (poll + reading + writing) is done by whichever thread holds `progress_token_`.
 //    A thread waiting on a request takes the token itself and polls the sockets, spinning
 //    briefly before it blocks in poll(): no thread hop between the socket and the waiter.
+//    While spinning on a request that names its peer, the waiter reads that peer's channel
+//    directly (a read that finds data delivers it at once; poll() first would add a system
+//    call to every message's latency) and polls everything else every few rounds.
 //  * Sends are written directly by the calling thread under `mu_`; only what the socket cannot
 //    take at once is left for the progress holder (woken through an eventfd).
 //  * A background thread progresses while the application computes (handshake-free since the
@@ -34,8 +37,10 @@
 //    Frames for a freed communicator are denied.
 //  * A communicator's name is looked up again at this rank's next operation on it, so a rename
 //    (set_name) takes effect from then on; until then arriving frames use the old name.
-//  * Audit: denials always, message records per the policy's level; formatted into the audit
-//    log's buffer under its own lock (no system call per message; see audit/audit_log.hpp).
+//  * Audit: denials always, message records per the policy's level. A message record is only
+//    captured on the message path (a copy of its fields); a waiting rank renders captured
+//    records (JSON, hash chain) while it spins with nothing else to do, and the background
+//    thread renders what is left every few milliseconds (see audit/audit_log.hpp).
 
 #include <poll.h>
 
@@ -70,6 +75,9 @@ struct EngineConfig {
   std::size_t eager_limit = 64 * 1024;
   /// How long a waiter polls without blocking before it sleeps in poll().
   std::chrono::microseconds spin{100};
+  /// Give the core away between spin rounds: when this host runs more ranks than it has
+  /// cores, the peer a spinner waits for may need this very core.
+  bool yield_while_spinning = false;
   /// Largest DATA frame of a rendezvous transfer.
   std::size_t rendezvous_chunk = 4u << 20;
   /// The job's policy (null: allow everything, unaudited - only for engines built by tests).
@@ -269,8 +277,15 @@ class Engine {
 
   // Progress: caller holds progress_token_ (not mu_).
   void progress(std::chrono::milliseconds max_block);
+  /// One spin round that reads the channel of world rank `peer` directly, without poll();
+  /// false (nothing done) if that channel is not usable.
+  bool progress_peer(int peer);
+  /// A waiter's idle time renders captured audit records (audit/audit_log.hpp); no lock held.
+  void render_audit_while_idle(std::size_t max_records);
+  /// Waits for done(), driving progress. `peer_hint`: the world rank whose channel will most
+  /// likely complete it (-1: unknown); spinning then reads that channel directly.
   template <class Done>
-  void wait_until(Done&& done);
+  void wait_until(Done&& done, int peer_hint = -1);
   void background_loop();
 
   EngineConfig config_;
@@ -298,6 +313,7 @@ class Engine {
   // Scratch for progress(); only the token holder touches them.
   std::vector<pollfd> poll_fds_;
   std::vector<Peer*> polled_peers_;
+  unsigned spin_rounds_ = 0;  // direct-read rounds, across waits (every kFullPollEvery-th polls)
 
   transport::UniqueFd wake_fd_;
   std::atomic<int> active_waiters_{0};

@@ -49,6 +49,10 @@ struct RequestState {
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;
 
+  // The world rank whose channel this request waits on (-1: any or none). A waiter spins by
+  // reading that channel directly (Engine::wait).
+  int peer_hint = -1;
+
   // Collective (kind == collective): advanced by Request::wait/test, never by the engine.
   std::shared_ptr<RequestDriver> driver;
 };

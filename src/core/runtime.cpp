@@ -1,5 +1,8 @@
 #include "core/runtime.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <numeric>
@@ -25,6 +28,16 @@ long env_long(const char* name, long fallback) {
   return parsed;
 }
 
+// CPUs this process may run on (its affinity mask, e.g. a Slurm allocation), at least 1.
+long usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) {
+    return std::max(1L, static_cast<long>(std::thread::hardware_concurrency()));
+  }
+  return std::max(1, CPU_COUNT(&set));
+}
+
 // Context ids: world uses 0/1, self 2/3; communicators created later start at 4.
 constexpr std::uint32_t kWorldContext = 0;
 constexpr std::uint32_t kSelfContext = 2;
@@ -43,6 +56,7 @@ Runtime::Runtime() {
   // from idle, measured at ~30 us here, while the yield keeps spinning cheap even when ranks
   // outnumber cores (bench/RESULTS.md).
   config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", 200));
+  config.yield_while_spinning = env_long("SEMPI_LOCAL_SIZE", 1) > usable_cpus();
   config.policy = job_.policy;  // decisions precompiled per communicator by the engine
   config.audit = job_.audit;
   engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get());

@@ -35,6 +35,13 @@ TEST(PointToPointLimits, UnexpectedDataStaysWithinThePerPeerBudget) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
+TEST(PointToPointProgress, SpinningWaiterStillServesOtherPeers) {
+  // 30 s of spinning: far longer than the test, so only the spin loop's periodic full poll can
+  // read rank 2's frame; without it rank 0 would wait until the timeout.
+  const auto result = run(3, "sidechannel", {"-x", "SEMPI_SPIN_US=30000000"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
 TEST(Examples, RingAndPiRunOnFourRanks) {
   auto ring = run_job({SEMPIRUN_PATH, "-n", "4", RING_PATH}, 120s);
   EXPECT_EQ(ring.exit_code, 0) << ring.output;

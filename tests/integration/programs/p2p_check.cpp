@@ -40,6 +40,29 @@ void expect_error(sempi::ErrorClass cls, F&& f) {
   CHECK(!"expected sempi::Error");
 }
 
+// Rank 0 waits on rank 1, which cannot send before rank 0 has acknowledged rank 2's
+// synchronous send: a waiter spinning on one peer's channel must still serve the others.
+// (Run with a huge SEMPI_SPIN_US, so that rank 0 never leaves the spin phase.)
+void side_channel(const sempi::Communicator& world) {
+  if (world.size() < 3) return;
+  long value = 0;
+  if (world.rank() == 0) {
+    long from2 = 0;
+    auto pending = world.irecv(&from2, 1, 2, 7);
+    world.recv(value, 1, 8);
+    pending.wait();
+    CHECK(value == 1 && from2 == 2);
+  } else if (world.rank() == 1) {
+    world.recv(value, 2, 9);
+    value = 1;
+    world.send(value, 0, 8);
+  } else if (world.rank() == 2) {
+    value = 2;
+    world.ssend(value, 0, 7);
+    world.send(value, 1, 9);
+  }
+}
+
 void ring(const sempi::Communicator& world) {
   const int rank = world.rank(), size = world.size();
   long token = rank == 0 ? 1 : 0;
@@ -379,7 +402,7 @@ int main(int argc, char** argv) {
       {"ordering", ordering},             {"probe", probe_and_sendrecv},
       {"split", split_and_dup},           {"requests", many_requests},
       {"threads", threads},               {"edge", edge_cases},
-      {"backpressure", backpressure}};
+      {"backpressure", backpressure},     {"sidechannel", side_channel}};
   for (const auto& [name, check] : checks) {
     if (scenario != "all" && scenario != name) continue;
     if (scenario == "all" && name == "backpressure") continue;  // needs a small budget: own test
