@@ -60,7 +60,8 @@ int socket_write(BIO* bio, const char* data, int size) {
     if (n < 0 && is_retryable(errno)) BIO_set_retry_write(bio);
     return static_cast<int>(n);
   }
-  if (!s.out) s.out = std::make_unique<std::uint8_t[]>(kCapacity);
+  // Not zeroed: only the pages actually written count against the rank's memory.
+  if (!s.out) s.out = std::make_unique_for_overwrite<std::uint8_t[]>(kCapacity);
   if (s.end + bytes > kCapacity) {  // compact: the unsent tail moves to the front
     std::memmove(s.out.get(), s.out.get() + s.begin, s.pending());
     s.end -= s.begin;
