@@ -234,7 +234,7 @@ void AuditLog::render_pending(std::size_t max) {
   render_queued(max);
 }
 
-std::size_t AuditLog::render_queued(std::size_t max) {
+void AuditLog::render_queued(std::size_t max) {
   std::size_t done = 0;
   while (done < max) {
     if (rendering_next_ == rendering_used_) {
@@ -256,7 +256,6 @@ std::size_t AuditLog::render_queued(std::size_t max) {
     c.record.digest = c.has_digest ? &c.digest : nullptr;
     render(c.record, c.time);
   }
-  return done;
 }
 
 void AuditLog::render(const MessageRecord& r, const timespec& time) {

@@ -26,8 +26,9 @@
 // holds flush_bytes, when the oldest buffered record is older than max_age (checked on every
 // rendered record and by flush_if_due(), which the engine's background thread calls every few
 // milliseconds, rendering the queue first), and at close(). A crash loses at most what is
-// queued or buffered: bounded by max_age plus that period, kMaxQueued records and hard_limit. With flush_each (the launcher,
-// and ranks under "flush": "record") every record is rendered and written at once.
+// queued or buffered: bounded by max_age plus that period, kMaxQueued records and hard_limit.
+// With flush_each (the launcher, and ranks under "flush": "record") every record is rendered
+// and written at once.
 //
 // Thread safety: every member function may be called from any thread. Two mutexes: one guards
 // the capture queue (held for a copy), one serialises rendering and the file; rendering never
@@ -154,7 +155,7 @@ class AuditLog {
   // Appends sempi.prev, closes the line, chains and buffers it.
   void finish();
   void render(const MessageRecord& record, const timespec& time);
-  std::size_t render_queued(std::size_t max);  // returns how many were rendered
+  void render_queued(std::size_t max);  // up to max captured records, oldest first
   void write_buffer();
 
   mutable std::mutex mu_;  // rendering, chain, buffer and file

@@ -645,13 +645,17 @@ void Engine::render_audit_while_idle(std::size_t max_records) {
   if (log != nullptr && log->has_pending()) log->render_pending(max_records);
 }
 
+void Engine::service_peer(Peer& peer, bool readable) {
+  if (readable && !peer.paused_) read_peer(peer);
+  if (!peer.failed_ && peer.channel_ && peer.channel_->has_pending_writes()) flush_peer(peer);
+}
+
 bool Engine::progress_peer(int world) {
   std::lock_guard lock(mu_);
   if (world < 0 || static_cast<std::size_t>(world) >= peers_.size()) return false;
   Peer* peer = peers_[static_cast<std::size_t>(world)].get();
   if (peer == nullptr || peer->failed_ || !peer->channel_ || peer->paused_) return false;
-  read_peer(*peer);
-  if (!peer->failed_ && peer->channel_ && peer->channel_->has_pending_writes()) flush_peer(*peer);
+  service_peer(*peer, true);
   closed_channels_.clear();  // no channel method is on the stack here
   return true;
 }
@@ -688,11 +692,8 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     Peer& peer = *polled_peers_[i];
     if (peer.failed_ || !peer.channel_) continue;
     const short revents = poll_fds_[i].revents;
-    if (!peer.paused_ &&
-        ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 || peer.channel_->has_buffered_input())) {
-      read_peer(peer);
-    }
-    if (!peer.failed_ && peer.channel_ && peer.channel_->has_pending_writes()) flush_peer(peer);
+    service_peer(peer, (revents & (POLLIN | POLLHUP | POLLERR)) != 0 ||
+                           peer.channel_->has_buffered_input());
   }
   std::size_t next = polled_peers_.size();
   if (bootstrap_fd_ >= 0) {

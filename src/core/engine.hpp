@@ -250,6 +250,9 @@ class Engine {
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
                                         int tag);
   void read_peer(Peer& peer);
+  // One peer's share of a progress round: reads it if `readable` (and not paused), then
+  // writes what is queued for it.
+  void service_peer(Peer& peer, bool readable);
   void send_control(Peer& peer, transport::FrameType type, std::uint64_t aux);
   void send_rendezvous_data(Peer& peer, SendRendezvous& transfer);
   void finish_receive(RequestState& request, int source_world, int tag, std::uint64_t bytes);

@@ -301,7 +301,6 @@ void Channel::complete_written() {
 std::error_code Channel::flush() {
   if (failed()) return failure_.code;
   write_wants_read_ = false;
-  if (outbound_.empty()) return flush_socket_buffer();
   while (!outbound_.empty()) {
     // Choose what to hand to TLS: a batch of small frames, or a slice of the front frame.
     const std::uint8_t* data = nullptr;
