@@ -391,7 +391,10 @@ long Channel::read_some(std::uint8_t* dst, std::size_t size) {
   return -1;
 }
 
-bool Channel::has_buffered_input() const { return SSL_has_pending(ssl_.get()) == 1; }
+bool Channel::has_buffered_input() const {
+  // Records OpenSSL holds, or received bytes still in the socket BIO (see socket_bio.hpp).
+  return SSL_has_pending(ssl_.get()) == 1 || BIO_pending(SSL_get_rbio(ssl_.get())) > 0;
+}
 
 std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {
   if (failed()) return failure_.code;

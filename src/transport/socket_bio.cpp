@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -15,14 +16,20 @@ namespace {
 constexpr std::size_t kSendAt = 64 * 1024;
 // Most bytes held; a record that does not fit waits (retry) until the socket drains some.
 constexpr std::size_t kCapacity = 256 * 1024;
+// Bytes taken from the socket per recv(): several maximum-size records.
+constexpr std::size_t kReadCapacity = 128 * 1024;
 
 struct SocketBio {
   int fd = -1;
   std::unique_ptr<std::uint8_t[]> out;  // allocated at the first write
   std::size_t begin = 0;                // first byte not yet sent
   std::size_t end = 0;                  // one past the last buffered byte
+  std::unique_ptr<std::uint8_t[]> in;   // allocated at the first read
+  std::size_t in_begin = 0;             // first byte not yet handed to OpenSSL
+  std::size_t in_end = 0;               // one past the last received byte
 
   [[nodiscard]] std::size_t pending() const { return end - begin; }
+  [[nodiscard]] std::size_t readable() const { return in_end - in_begin; }
 };
 
 SocketBio& state_of(BIO* bio) { return *static_cast<SocketBio*>(BIO_get_data(bio)); }
@@ -75,9 +82,24 @@ int socket_write(BIO* bio, const char* data, int size) {
 
 int socket_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
-  const ssize_t n = ::recv(state_of(bio).fd, data, static_cast<size_t>(size), 0);
-  if (n < 0 && is_retryable(errno)) BIO_set_retry_read(bio);
-  return static_cast<int>(n);
+  SocketBio& s = state_of(bio);
+  if (s.readable() == 0) {
+    if (!s.in) s.in = std::make_unique_for_overwrite<std::uint8_t[]>(kReadCapacity);
+    ssize_t n = 0;
+    do {
+      n = ::recv(s.fd, s.in.get(), kReadCapacity, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {  // 0: orderly shutdown by the peer
+      if (n < 0 && is_retryable(errno)) BIO_set_retry_read(bio);
+      return static_cast<int>(n);
+    }
+    s.in_begin = 0;
+    s.in_end = static_cast<std::size_t>(n);
+  }
+  const std::size_t count = std::min(s.readable(), static_cast<std::size_t>(size));
+  std::memcpy(data, s.in.get() + s.in_begin, count);
+  s.in_begin += count;
+  return static_cast<int>(count);
 }
 
 long socket_ctrl(BIO* bio, int cmd, long, void*) {
@@ -94,7 +116,7 @@ long socket_ctrl(BIO* bio, int cmd, long, void*) {
     case BIO_CTRL_WPENDING:
       return static_cast<long>(s.pending());
     case BIO_CTRL_PENDING:
-      return 0;
+      return static_cast<long>(s.readable());
     default:
       return 0;
   }

@@ -11,6 +11,13 @@
 // OpenSSL issues after each handshake flight and alert, and Channel::flush() after each batch
 // of application data. A full buffer (256 KiB) makes writes retry, like a full socket.
 // BIO_wpending() reports the bytes not yet handed to the kernel.
+//
+// Reads are buffered too: one recv() takes up to 128 KiB (several records), and OpenSSL's
+// record layer, which asks for a 5-byte header and then the record body, is served from that
+// buffer. OpenSSL's own read-ahead would save the same system calls, but OpenSSL 3.0 moves the
+// unread rest of its buffer to the front before every record, which costs several copies of
+// every byte once the buffer is larger than a record. BIO_pending() reports the received bytes
+// OpenSSL has not taken yet; a poll() on the socket cannot see them.
 
 #include <openssl/bio.h>
 

@@ -6,9 +6,6 @@
 namespace sempi::transport {
 namespace {
 
-// Read-ahead buffer per connection: one recv() brings in several full TLS records.
-constexpr std::size_t kReadBufferBytes = 128 * 1024;
-
 std::set<std::string> split(const std::string& list) {
   std::set<std::string> items;
   std::stringstream in(list);
@@ -78,9 +75,6 @@ std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
   SSL_CTX_set_max_early_data(c, 0);
   // Partial writes let the progress engine interleave large messages without blocking.
   SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  // Read whole socket buffers at once: fewer system calls per record.
-  SSL_CTX_set_read_ahead(c, 1);
-  SSL_CTX_set_default_read_buffer_len(c, kReadBufferBytes);
 
   if (SSL_CTX_use_certificate(c, config.certificate.get()) != 1 ||
       SSL_CTX_use_PrivateKey(c, config.key->get()) != 1 || SSL_CTX_check_private_key(c) != 1) {

@@ -2,6 +2,8 @@
 // a 256 MiB stream, and coalesced small frames.
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 
 #include <future>
 #include <thread>
@@ -165,6 +167,40 @@ TEST(Channel, QueuedSmallFramesAreDeliveredInOrder) {
   }
   EXPECT_EQ(completed, kFrames);
   EXPECT_EQ(receiver.get(), kFrames);
+}
+
+// The socket BIO takes everything queued on the socket in one recv(); what the first frame did
+// not use is invisible to poll() and must still be reported, or a receiver would wait forever.
+TEST(Channel, BytesBufferedBeyondOneFrameAreReportedAndDelivered) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  const auto payload = pattern(100, 7);
+  for (int tag = 0; tag < 2; ++tag) {  // two flushes: two TLS records
+    FrameHeader h;
+    h.tag = tag;
+    ASSERT_FALSE(pair.client->send_frame(h, payload, long_deadline()));
+  }
+  // Both records are queued at the server (plaintext, content type and AEAD tag: 17 bytes of
+  // record overhead plus the 5-byte header each) before it reads.
+  const int both = 2 * static_cast<int>(transport::kFrameHeaderSize + payload.size() + 22);
+  const auto deadline = long_deadline();
+  for (int queued = 0; queued < both;) {
+    ASSERT_EQ(::ioctl(pair.server->native_handle(), FIONREAD, &queued), 0);
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "only " << queued << " bytes arrived";
+    std::this_thread::yield();
+  }
+  FrameHeader h;
+  std::vector<std::uint8_t> got;
+  ASSERT_FALSE(pair.server->receive_frame(h, got, long_deadline()));
+  EXPECT_EQ(h.tag, 0);
+  EXPECT_TRUE(pair.server->has_buffered_input());
+  pollfd pfd{pair.server->native_handle(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 0), 0) << "the socket should have been drained by one read";
+  ASSERT_FALSE(pair.server->receive_frame(h, got, deadline_in(std::chrono::seconds(5))));
+  EXPECT_EQ(h.tag, 1);
+  EXPECT_EQ(got, payload);
+  EXPECT_FALSE(pair.server->has_buffered_input());
 }
 
 TEST(Channel, FrameLargerThanPeerLimitIsRefusedBeforeSending) {

@@ -1,6 +1,6 @@
 // The buffered socket BIO under OpenSSL: records are gathered and sent together, a flush hands
 // everything to the kernel, a full socket turns into retries (never a loss), and a dead peer
-// into an error. A non-blocking socketpair stands in for the TCP socket.
+// into an error; reads take what the socket holds at once and hand it out piecewise. A non-blocking socketpair stands in for the TCP socket.
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -98,6 +98,30 @@ TEST(SocketBio, FullSocketMeansRetryAndNothingIsLost) {
   auto rest = p.drain_reader();
   received.insert(received.end(), rest.begin(), rest.end());
   EXPECT_EQ(received, sent);
+}
+
+TEST(SocketBio, ReadsTakeTheWholeSocketOnceAndServeItInPieces) {
+  BioPair p;
+  // The peer end (`reader` in this fixture) writes; the BIO on `writer` reads.
+  const auto data = record(3000, 9);
+  ASSERT_EQ(::send(p.reader, data.data(), data.size(), 0), 3000);
+  std::vector<std::uint8_t> got(5);
+  ASSERT_EQ(BIO_read(p.bio, got.data(), 5), 5);  // a TLS record header
+  EXPECT_EQ(BIO_pending(p.bio), 2995);           // the rest came with the same recv()
+  std::uint8_t probe = 0;
+  EXPECT_EQ(::recv(p.writer, &probe, 1, MSG_PEEK | MSG_DONTWAIT), -1) << "socket not drained";
+  got.resize(3000);
+  ASSERT_EQ(BIO_read(p.bio, got.data() + 5, 2995), 2995);
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(BIO_pending(p.bio), 0);
+  // Nothing left: a retry, not an end of stream; after the peer closes, an end of stream.
+  EXPECT_EQ(BIO_read(p.bio, got.data(), 5), -1);
+  EXPECT_TRUE(BIO_should_retry(p.bio));
+  EXPECT_TRUE(BIO_should_read(p.bio));
+  ::close(p.reader);
+  p.reader = -1;
+  EXPECT_EQ(BIO_read(p.bio, got.data(), 5), 0);
+  EXPECT_FALSE(BIO_should_retry(p.bio));
 }
 
 TEST(SocketBio, DeadPeerIsAnErrorNotARetry) {
