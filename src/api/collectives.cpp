@@ -128,14 +128,20 @@ std::shared_ptr<Schedule> build_allreduce(const std::shared_ptr<const detail::Co
   const auto t = Thresholds::from_environment();  // also on one rank: bad settings fail alike
   auto s = make(comm, OpKind::allreduce, operation);
   if (count == 0) return s;
-  if (!is_in_place(send)) s->copy(recv, send, bytes);
+  const auto algorithm =
+      detail::coll::choose_allreduce(t, bytes, count, s->size(), op.commutative());
+  const bool algorithm_reads_send = s->size() > 1 &&
+                                    algorithm == detail::coll::AllreduceAlgorithm::rabenseifner;
+  if (!is_in_place(send) && !algorithm_reads_send) s->copy(recv, send, bytes);
   if (s->size() == 1) return s;
-  switch (detail::coll::choose_allreduce(t, bytes, count, s->size(), op.commutative())) {
+  switch (algorithm) {
     case detail::coll::AllreduceAlgorithm::recursive_doubling:
       detail::coll::allreduce_recursive_doubling(*s, red, as_bytes(recv), count);
       break;
     case detail::coll::AllreduceAlgorithm::rabenseifner:
-      detail::coll::allreduce_rabenseifner(*s, red, as_bytes(recv), count);
+      detail::coll::allreduce_rabenseifner(
+          *s, red, input_or_null(send),
+          as_bytes(recv), count);
       break;
     case detail::coll::AllreduceAlgorithm::ring:
       detail::coll::allreduce_ring(*s, red, as_bytes(recv), count);

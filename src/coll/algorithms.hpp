@@ -73,7 +73,9 @@ void bcast_scatter_allgather(Schedule& s, std::byte* buf, std::size_t bytes, int
 void allreduce_recursive_doubling(Schedule& s, const Reduction& red, std::byte* data, int count);
 
 // rabenseifner.cpp
-void allreduce_rabenseifner(Schedule& s, const Reduction& red, std::byte* data, int count);
+/// `send`: this rank's input, or nullptr if it is already in `data` (in place).
+void allreduce_rabenseifner(Schedule& s, const Reduction& red, const std::byte* send,
+                            std::byte* data, int count);
 void reduce_rabenseifner(Schedule& s, const Reduction& red, const std::byte* send,
                          std::byte* recv, int count, int root);
 

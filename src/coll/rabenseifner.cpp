@@ -57,8 +57,10 @@ struct Step {
 };
 
 // Reduce-scatter by recursive halving over the folded ranks; returns the steps taken.
+// `input`, if set, holds this rank's contribution while `acc` does not yet (commutative
+// operations only): the first step then sends from it and receives straight into `acc`.
 std::vector<Step> halve(Schedule& s, const Reduction& red, const Fold& f, const Blocks& b,
-                        std::byte* acc, std::byte* tmp) {
+                        std::byte* acc, std::byte* tmp, const std::byte* input = nullptr) {
   std::vector<Step> steps;
   const auto at = [&](int chunk) { return acc + red.bytes(b.displs[static_cast<std::size_t>(chunk)]); };
   const auto span = [&](int lo, int hi) {
@@ -77,15 +79,26 @@ std::vector<Step> halve(Schedule& s, const Reduction& red, const Fold& f, const 
       st = {st.partner, lo, mid, mid, hi};
     }
     const int keep = span(st.keep_lo, st.keep_hi);
-    s.recv(tmp, red.bytes(keep), st.partner, k);
-    s.send(at(st.give_lo), red.bytes(span(st.give_lo, st.give_hi)), st.partner, k);
-    s.sync();
-    if (newdst < f.newrank || red.op.commutative()) {
-      // Commutative: order is irrelevant to the value, and each chunk is computed only once.
-      combine(s, red, tmp, at(st.keep_lo), keep);
+    const std::size_t give_bytes = red.bytes(span(st.give_lo, st.give_hi));
+    if (input != nullptr) {
+      // The partner's half lands in `acc` directly and this rank's half is folded into it.
+      const auto in_at = [&](int chunk) { return input + (at(chunk) - acc); };
+      s.recv(at(st.keep_lo), red.bytes(keep), st.partner, k);
+      s.send(in_at(st.give_lo), give_bytes, st.partner, k);
+      s.sync();
+      combine(s, red, in_at(st.keep_lo), at(st.keep_lo), keep);
+      input = nullptr;
     } else {
-      combine(s, red, at(st.keep_lo), tmp, keep);
-      s.copy(at(st.keep_lo), tmp, red.bytes(keep));
+      s.recv(tmp, red.bytes(keep), st.partner, k);
+      s.send(at(st.give_lo), give_bytes, st.partner, k);
+      s.sync();
+      if (newdst < f.newrank || red.op.commutative()) {
+        // Commutative: order is irrelevant to the value, and each chunk is computed only once.
+        combine(s, red, tmp, at(st.keep_lo), keep);
+      } else {
+        combine(s, red, at(st.keep_lo), tmp, keep);
+        s.copy(at(st.keep_lo), tmp, red.bytes(keep));
+      }
     }
     steps.push_back(st);
     lo = st.keep_lo;
@@ -127,16 +140,21 @@ int halving_final_chunk(int newrank, int pof2) {
   return lo;
 }
 
-void allreduce_rabenseifner(Schedule& s, const Reduction& red, std::byte* data, int count) {
+void allreduce_rabenseifner(Schedule& s, const Reduction& red, const std::byte* send,
+                            std::byte* data, int count) {
   const int r = s.rank();
   const std::size_t bytes = red.bytes(count);
   const Fold shape{floor_pow2(s.size()), s.size() - floor_pow2(s.size()), 0};
   const Blocks b = split_evenly(count, shape.pof2);
+  // Commutative, no fold: the first halving step reads the input where it is, which saves a
+  // copy of the whole vector. Otherwise the input is copied into `data` first.
+  const bool direct = send != nullptr && shape.rem == 0 && red.op.commutative();
+  if (send != nullptr && !direct) s.copy(data, send, bytes);
   // The fold needs a whole vector; the halving at most the first half.
   std::byte* tmp = s.scratch(r < 2 * shape.rem ? bytes : red.bytes(b.displs[static_cast<std::size_t>(shape.pof2 / 2)]));
   const Fold f = fold_in(s, red, data, tmp, count);
   if (f.newrank != -1) {
-    const auto steps = halve(s, red, f, b, data, tmp);
+    const auto steps = halve(s, red, f, b, data, tmp, direct ? send : nullptr);
     int k = kAllgatherStepBase + static_cast<int>(steps.size());
     for (auto it = steps.rbegin(); it != steps.rend(); ++it, --k) {
       const auto& st = *it;
