@@ -23,6 +23,13 @@ constexpr std::size_t kCoalesceTarget = 64 * 1024;
 constexpr std::size_t kMaxWriteChunk = 1 << 20;
 constexpr std::uint8_t kTlsHandshakeRecord = 0x16;
 
+// SSL_get_error() is only reliable if the thread's error queue was empty before the I/O call.
+// Peeking first is several times cheaper than ERR_clear_error(), which resets every slot of
+// the queue, and the queue is empty on nearly every call of the message path.
+void clear_error_queue() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 // Classifies the OpenSSL error queue of a failed handshake; returns a code and drains the queue
 // into `detail`.
 std::error_code classify_handshake_failure(SSL* ssl, std::string& detail) {
@@ -332,7 +339,7 @@ std::error_code Channel::flush() {
     }
     if (retry_size_ != 0) size = retry_size_;  // OpenSSL requires the same length on retry
 
-    ERR_clear_error();
+    clear_error_queue();
     const int rc = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
     if (rc <= 0) {
       const int err = SSL_get_error(ssl_.get(), rc);
@@ -370,19 +377,19 @@ std::error_code Channel::flush() {
 }
 
 bool Channel::has_pending_writes() const noexcept {
-  return !outbound_.empty() || BIO_wpending(SSL_get_wbio(ssl_.get())) > 0;
+  return !outbound_.empty() || socket_bio_unsent(SSL_get_wbio(ssl_.get())) > 0;
 }
 
 std::error_code Channel::flush_socket_buffer() {
   BIO* bio = SSL_get_wbio(ssl_.get());
-  if (BIO_wpending(bio) == 0 || BIO_flush(bio) == 1 || BIO_should_retry(bio)) return {};
+  if (socket_bio_unsent(bio) == 0 || BIO_flush(bio) == 1 || BIO_should_retry(bio)) return {};
   const int saved = errno;
   return fail(errc::connection_closed,
               "connection lost during send: " + std::system_category().message(saved));
 }
 
 long Channel::read_some(std::uint8_t* dst, std::size_t size) {
-  ERR_clear_error();
+  clear_error_queue();
   const int rc = SSL_read(ssl_.get(), dst, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
   if (rc > 0) return rc;
   const int err = SSL_get_error(ssl_.get(), rc);
@@ -393,7 +400,7 @@ long Channel::read_some(std::uint8_t* dst, std::size_t size) {
 
 bool Channel::has_buffered_input() const {
   // Records OpenSSL holds, or received bytes still in the socket BIO (see socket_bio.hpp).
-  return SSL_has_pending(ssl_.get()) == 1 || BIO_pending(SSL_get_rbio(ssl_.get())) > 0;
+  return SSL_has_pending(ssl_.get()) == 1 || socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
 }
 
 std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {

@@ -156,4 +156,8 @@ BIO* new_socket_bio(int fd) {
   return bio;
 }
 
+std::size_t socket_bio_unsent(BIO* bio) { return state_of(bio).pending(); }
+
+std::size_t socket_bio_unread(BIO* bio) { return state_of(bio).readable(); }
+
 }  // namespace sempi::transport

@@ -21,9 +21,18 @@
 
 #include <openssl/bio.h>
 
+#include <cstddef>
+
 namespace sempi::transport {
 
 /// A new BIO on `fd` (not owned: the caller closes the socket). nullptr on allocation failure.
 BIO* new_socket_bio(int fd);
+
+// BIO_wpending() and BIO_pending() without the generic BIO_ctrl() dispatch: the progress engine
+// asks both of every channel on every poll. Only for BIOs made by new_socket_bio().
+/// Bytes OpenSSL wrote that are not yet handed to the kernel.
+std::size_t socket_bio_unsent(BIO* bio);
+/// Received bytes OpenSSL has not read yet.
+std::size_t socket_bio_unread(BIO* bio);
 
 }  // namespace sempi::transport

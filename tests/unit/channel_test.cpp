@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 
+#include <openssl/err.h>
+
 #include <future>
 #include <thread>
 
@@ -201,6 +203,32 @@ TEST(Channel, BytesBufferedBeyondOneFrameAreReportedAndDelivered) {
   EXPECT_EQ(h.tag, 1);
   EXPECT_EQ(got, payload);
   EXPECT_FALSE(pair.server->has_buffered_input());
+}
+
+// An error some other code left in this thread's OpenSSL queue must not be taken for the
+// channel's: SSL_get_error() would report SSL_ERROR_SSL for a plain "no data yet".
+TEST(Channel, StaleOpenSslErrorsInTheThreadDoNotFailTheChannel) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  struct NoFrames : transport::FrameSink {
+    std::span<std::uint8_t> payload_buffer(const FrameHeader&) override { return {}; }
+    std::error_code on_frame(const FrameHeader&, std::span<std::uint8_t>) override {
+      return errc::frame_unexpected;
+    }
+  } nothing_expected;
+  ERR_raise(ERR_LIB_USER, 1);
+  ASSERT_NE(ERR_peek_error(), 0u);
+  // Nothing was sent yet: the read must end in "would block", not in a failure.
+  EXPECT_FALSE(pair.server->read_available(nothing_expected));
+  EXPECT_FALSE(pair.server->failed());
+  ERR_raise(ERR_LIB_USER, 2);
+  FrameHeader h;
+  h.tag = 5;
+  ASSERT_FALSE(pair.client->send_frame(h, pattern(10, 1), long_deadline()));
+  std::vector<std::uint8_t> got;
+  ASSERT_FALSE(pair.server->receive_frame(h, got, long_deadline()));
+  EXPECT_EQ(h.tag, 5);
 }
 
 TEST(Channel, FrameLargerThanPeerLimitIsRefusedBeforeSending) {
