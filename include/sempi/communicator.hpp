@@ -178,6 +178,8 @@ class Communicator {
   /// Root sends block r (`bytes` bytes at send + r*bytes) to rank r (MPI_Scatter). `send` is
   /// read only at the root; `recv` may be IN_PLACE at the root (its block stays in `send`).
   void scatter_bytes(const void* send, void* recv, std::size_t bytes, int root) const;
+  /// Nonblocking scatter_bytes (MPI_Iscatter).
+  Request iscatter_bytes(const void* send, void* recv, std::size_t bytes, int root) const;
   /// Variable blocks: rank r gets send_bytes[r] bytes from send + send_displs[r] (spans of
   /// size() entries, read only at the root); `recv_bytes` must equal send_bytes[rank].
   void scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
@@ -186,6 +188,8 @@ class Communicator {
   /// Root receives rank r's `bytes` bytes at recv + r*bytes (MPI_Gather). `send` may be
   /// IN_PLACE at the root (its block is already in place); `recv` is used only at the root.
   void gather_bytes(const void* send, std::size_t bytes, void* recv, int root) const;
+  /// Nonblocking gather_bytes (MPI_Igather).
+  Request igather_bytes(const void* send, std::size_t bytes, void* recv, int root) const;
   /// Variable blocks: rank r's send_bytes arrive at recv + recv_displs[r] (recv_bytes[r] bytes).
   void gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                      std::span<const std::size_t> recv_bytes,
@@ -193,12 +197,16 @@ class Communicator {
   /// Every rank receives every rank's `bytes` bytes at recv + r*bytes (MPI_Allgather).
   /// `send` may be IN_PLACE (this rank's block is taken from recv).
   void allgather_bytes(const void* send, std::size_t bytes, void* recv) const;
+  /// Nonblocking allgather_bytes (MPI_Iallgather).
+  Request iallgather_bytes(const void* send, std::size_t bytes, void* recv) const;
   void allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                         std::span<const std::size_t> recv_bytes,
                         std::span<const std::size_t> recv_displs) const;
   /// Block r of `send` (bytes at send + r*bytes) goes to rank r, arriving at recv + me*bytes
   /// (MPI_Alltoall). `send` may be IN_PLACE (data taken from and replaced in recv).
   void alltoall_bytes(const void* send, std::size_t bytes, void* recv) const;
+  /// Nonblocking alltoall_bytes (MPI_Ialltoall).
+  Request ialltoall_bytes(const void* send, std::size_t bytes, void* recv) const;
   void alltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
                        std::span<const std::size_t> send_displs, void* recv,
                        std::span<const std::size_t> recv_bytes,
@@ -208,6 +216,9 @@ class Communicator {
   /// from recv; for reduce only at the root). For reduce, `recv` is used only at the root.
   void reduce_raw(const void* send, void* recv, int count, const ElementType& type, const Op& op,
                   int root) const;
+  /// Nonblocking reduce_raw (MPI_Ireduce); the Op is copied.
+  Request ireduce_raw(const void* send, void* recv, int count, const ElementType& type,
+                      const Op& op, int root) const;
   void allreduce_raw(const void* send, void* recv, int count, const ElementType& type,
                      const Op& op) const;
   /// Nonblocking allreduce_raw (MPI_Iallreduce); the Op is copied.
@@ -252,6 +263,10 @@ class Communicator {
     scatter_bytes(send, recv, element_bytes<T>(count, "scatter"), root);
   }
   template <Element T>
+  Request iscatter(const std::type_identity_t<T>* send, T* recv, int count, int root) const {
+    return iscatter_bytes(send, recv, element_bytes<T>(count, "iscatter"), root);
+  }
+  template <Element T>
   void scatterv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
                 std::span<const int> send_displs, T* recv, int recv_count, int root) const {
     scatterv_bytes(send, to_bytes<T>(send_counts, "scatterv"), to_bytes<T>(send_displs, "scatterv"),
@@ -262,15 +277,22 @@ class Communicator {
     gather_bytes(send, element_bytes<T>(count, "gather"), recv, root);
   }
   template <Element T>
+  Request igather(const std::type_identity_t<T>* send, T* recv, int count, int root) const {
+    return igather_bytes(send, element_bytes<T>(count, "igather"), recv, root);
+  }
+  template <Element T>
   void gatherv(const std::type_identity_t<T>* send, int send_count, T* recv,
-               std::span<const int> recv_counts, std::span<const int> recv_displs,
-               int root) const {
+               std::span<const int> recv_counts, std::span<const int> recv_displs, int root) const {
     gatherv_bytes(send, element_bytes<T>(send_count, "gatherv"), recv,
                   to_bytes<T>(recv_counts, "gatherv"), to_bytes<T>(recv_displs, "gatherv"), root);
   }
   template <Element T>
   void allgather(const std::type_identity_t<T>* send, T* recv, int count) const {
     allgather_bytes(send, element_bytes<T>(count, "allgather"), recv);
+  }
+  template <Element T>
+  Request iallgather(const std::type_identity_t<T>* send, T* recv, int count) const {
+    return iallgather_bytes(send, element_bytes<T>(count, "iallgather"), recv);
   }
   /// One value from every rank, in rank order.
   template <Element T>
@@ -290,6 +312,10 @@ class Communicator {
     alltoall_bytes(send, element_bytes<T>(count, "alltoall"), recv);
   }
   template <Element T>
+  Request ialltoall(const std::type_identity_t<T>* send, T* recv, int count) const {
+    return ialltoall_bytes(send, element_bytes<T>(count, "ialltoall"), recv);
+  }
+  template <Element T>
   void alltoallv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
                  std::span<const int> send_displs, T* recv, std::span<const int> recv_counts,
                  std::span<const int> recv_displs) const {
@@ -302,6 +328,11 @@ class Communicator {
   void reduce(const std::type_identity_t<T>* send, T* recv, int count, const Op& op,
               int root) const {
     reduce_raw(send, recv, count, datatype_traits<T>::type, op, root);
+  }
+  template <Element T>
+  Request ireduce(const std::type_identity_t<T>* send, T* recv, int count, const Op& op,
+                  int root) const {
+    return ireduce_raw(send, recv, count, datatype_traits<T>::type, op, root);
   }
   /// The reduction of every rank's `value`; meaningful only at the root.
   template <Element T>

@@ -172,10 +172,11 @@ Request Communicator::ibcast_bytes(void* buf, std::size_t bytes, int root) const
 
 // --- scatter / gather ------------------------------------------------------------------------
 
-void Communicator::scatter_bytes(const void* send, void* recv, std::size_t bytes,
-                                 int root) const {
-  constexpr const char* op = "scatter";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_scatter(const std::shared_ptr<const detail::CommState>& comm,
+                                        const void* send, void* recv, std::size_t bytes, int root,
+                                        const char* op) {
   check_root(*comm, root, op);
   const bool is_root = comm->rank == root;
   if (is_root) check_buffer(send, bytes * static_cast<std::size_t>(comm->size()), op, "send");
@@ -190,7 +191,19 @@ void Communicator::scatter_bytes(const void* send, void* recv, std::size_t bytes
                                      bytes, root);
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::scatter_bytes(const void* send, void* recv, std::size_t bytes, int root) const {
+  build_scatter(checked(state_, "scatter"), send, recv, bytes, root, "scatter")->run();
+}
+
+Request Communicator::iscatter_bytes(const void* send, void* recv, std::size_t bytes,
+                                     int root) const {
+  return Request(
+      build_scatter(checked(state_, "iscatter"), send, recv, bytes, root, "iscatter")->start());
 }
 
 void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
@@ -220,10 +233,11 @@ void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t>
   s->run();
 }
 
-void Communicator::gather_bytes(const void* send, std::size_t bytes, void* recv,
-                                int root) const {
-  constexpr const char* op = "gather";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_gather(const std::shared_ptr<const detail::CommState>& comm,
+                                       const void* send, std::size_t bytes, void* recv, int root,
+                                       const char* op) {
   check_root(*comm, root, op);
   const bool is_root = comm->rank == root;
   const bool in_place = is_root && is_in_place(send);
@@ -238,7 +252,19 @@ void Communicator::gather_bytes(const void* send, std::size_t bytes, void* recv,
                                     bytes, root);
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::gather_bytes(const void* send, std::size_t bytes, void* recv, int root) const {
+  build_gather(checked(state_, "gather"), send, bytes, recv, root, "gather")->run();
+}
+
+Request Communicator::igather_bytes(const void* send, std::size_t bytes, void* recv,
+                                    int root) const {
+  return Request(
+      build_gather(checked(state_, "igather"), send, bytes, recv, root, "igather")->start());
 }
 
 void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
@@ -270,9 +296,11 @@ void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void*
 
 // --- allgather -------------------------------------------------------------------------------
 
-void Communicator::allgather_bytes(const void* send, std::size_t bytes, void* recv) const {
-  constexpr const char* op = "allgather";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_allgather(const std::shared_ptr<const detail::CommState>& comm,
+                                          const void* send, std::size_t bytes, void* recv,
+                                          const char* op) {
   const auto p = static_cast<std::size_t>(comm->size());
   const bool in_place = is_in_place(send);
   if (!in_place) check_buffer(send, bytes, op, "send");
@@ -294,7 +322,18 @@ void Communicator::allgather_bytes(const void* send, std::size_t bytes, void* re
       }
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::allgather_bytes(const void* send, std::size_t bytes, void* recv) const {
+  build_allgather(checked(state_, "allgather"), send, bytes, recv, "allgather")->run();
+}
+
+Request Communicator::iallgather_bytes(const void* send, std::size_t bytes, void* recv) const {
+  return Request(
+      build_allgather(checked(state_, "iallgather"), send, bytes, recv, "iallgather")->start());
 }
 
 void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
@@ -324,9 +363,11 @@ void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, vo
 
 // --- alltoall --------------------------------------------------------------------------------
 
-void Communicator::alltoall_bytes(const void* send, std::size_t bytes, void* recv) const {
-  constexpr const char* op = "alltoall";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_alltoall(const std::shared_ptr<const detail::CommState>& comm,
+                                         const void* send, std::size_t bytes, void* recv,
+                                         const char* op) {
   const auto p = static_cast<std::size_t>(comm->size());
   const bool in_place = is_in_place(send);
   if (!in_place) check_buffer(send, bytes * p, op, "send");
@@ -343,7 +384,18 @@ void Communicator::alltoall_bytes(const void* send, std::size_t bytes, void* rec
                                        sizes, displs);
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::alltoall_bytes(const void* send, std::size_t bytes, void* recv) const {
+  build_alltoall(checked(state_, "alltoall"), send, bytes, recv, "alltoall")->run();
+}
+
+Request Communicator::ialltoall_bytes(const void* send, std::size_t bytes, void* recv) const {
+  return Request(
+      build_alltoall(checked(state_, "ialltoall"), send, bytes, recv, "ialltoall")->start());
 }
 
 void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
@@ -381,10 +433,12 @@ void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t
 
 // --- reductions ------------------------------------------------------------------------------
 
-void Communicator::reduce_raw(const void* send, void* recv, int count, const ElementType& type,
-                              const Op& op, int root) const {
-  constexpr const char* name = "reduce";
-  const auto comm = checked(state_, name);
+namespace {
+
+std::shared_ptr<Schedule> build_reduce(const std::shared_ptr<const detail::CommState>& comm,
+                                       const void* send, void* recv, int count,
+                                       const ElementType& type, const Op& op, int root,
+                                       const char* name) {
   check_root(*comm, root, name);
   check_count(count, name);
   check_type(type, name);
@@ -409,7 +463,21 @@ void Communicator::reduce_raw(const void* send, void* recv, int count, const Ele
       detail::coll::reduce_rabenseifner(*s, red, input, out, count, root);
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::reduce_raw(const void* send, void* recv, int count, const ElementType& type,
+                              const Op& op, int root) const {
+  build_reduce(checked(state_, "reduce"), send, recv, count, type, op, root, "reduce")->run();
+}
+
+Request Communicator::ireduce_raw(const void* send, void* recv, int count, const ElementType& type,
+                                  const Op& op, int root) const {
+  return Request(
+      build_reduce(checked(state_, "ireduce"), send, recv, count, type, op, root, "ireduce")
+          ->start());
 }
 
 void Communicator::allreduce_raw(const void* send, void* recv, int count, const ElementType& type,

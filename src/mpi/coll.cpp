@@ -288,7 +288,274 @@ void check_root(const Communicator& c, int root) {
 using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
 using sempi::InPlaceT;
 
+namespace {
+
+// The MPI request of a started collective: it owns the staging areas and, when the operation
+// completes, unpacks what arrived into the user's layout.
+using Unpack = std::function<void(const std::vector<Staging>&)>;
+
+MPI_Request hand_over(sempi::Request r, MPI_Comm comm, std::vector<Staging> staging,
+                      Unpack unpack) {
+  auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
+  h->scratch = std::move(staging);
+  if (unpack) h->on_complete = [h, unpack = std::move(unpack)] { unpack(h->scratch); };
+  return h;
+}
+
+// Each collective below has one body for its blocking and its nonblocking form; the
+// nonblocking one starts the operation and returns its request through `request`.
+struct Form {
+  const char* name;
+  bool nonblocking;
+  MPI_Request* request;
+};
+constexpr Form blocking(const char* name) { return {name, false, nullptr}; }
+
+void check_request(const Form& form) {
+  if (form.nonblocking && form.request == nullptr) {
+    fail(MPI_ERR_ARG, "the request argument is null");
+  }
+}
+
+int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+           MPI_Datatype recvtype, int root, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = InPlaceT::address();
+    std::size_t bytes = 0;
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, staging[0]);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = nullptr;
+    Unpack unpack;
+    if (is_root) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      bytes = bytes_of(recvcount, *rt);
+      const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+      recv = recv_view(recvbuf, total, *rt, staging[1], false);
+      if (in_place && staging[1].data) {  // the root's own block must survive the unpack
+        rt->pack(at(recvbuf, root * recvcount * rt->extent()), recvcount,
+                 staging[1].data.get() + static_cast<std::size_t>(root) * bytes);
+      }
+      unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+        recv_done(recvbuf, total, *rt, s[1]);
+      };
+    }
+    if (!form.nonblocking) {
+      c.gather_bytes(send, bytes, recv, root);
+      if (unpack) unpack(staging);
+    } else {
+      *form.request = hand_over(c.igather_bytes(send, bytes, recv, root), comm, std::move(staging),
+                                std::move(unpack));
+    }
+  });
+}
+
+int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+            MPI_Datatype recvtype, int root, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = recvbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = nullptr;
+    std::size_t bytes = 0;
+    if (is_root) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *st, staging[0]);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = InPlaceT::address();
+    Unpack unpack;
+    if (!in_place) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
+      bytes = bytes_of(recvcount, *rt);
+      unpack = [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
+        recv_done(recvbuf, recvcount, *rt, s[1]);
+      };
+    }
+    if (!form.nonblocking) {
+      c.scatter_bytes(send, recv, bytes, root);
+      if (unpack) unpack(staging);
+    } else {
+      *form.request = hand_over(c.iscatter_bytes(send, recv, bytes, root), comm, std::move(staging),
+                                std::move(unpack));
+    }
+  });
+}
+
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    check_count(recvcount);
+    const auto& rt = type_of(recvtype);
+    const std::size_t bytes = bytes_of(recvcount, *rt);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = InPlaceT::address();
+    if (!in_place) {
+      check_count(sendcount);
+      send = send_view(sendbuf, sendcount, *type_of(sendtype), staging[0]);
+    }
+    void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
+    Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+      recv_done(recvbuf, total, *rt, s[1]);
+    };
+    if (!form.nonblocking) {
+      c.allgather_bytes(send, bytes, recv);
+      unpack(staging);
+    } else {
+      *form.request = hand_over(c.iallgather_bytes(send, bytes, recv), comm, std::move(staging),
+                                std::move(unpack));
+    }
+  });
+}
+
+int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    check_count(recvcount);
+    const auto& rt = type_of(recvtype);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = InPlaceT::address();
+    if (!in_place) {
+      check_count(sendcount);
+      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *type_of(sendtype),
+                       staging[0]);
+    }
+    void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
+    Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+      recv_done(recvbuf, total, *rt, s[1]);
+    };
+    if (!form.nonblocking) {
+      c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv);
+      unpack(staging);
+    } else {
+      *form.request = hand_over(c.ialltoall_bytes(send, bytes_of(recvcount, *rt), recv), comm,
+                                std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+           int root, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_count(count);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    if (sendbuf == MPI_IN_PLACE && !is_root) {
+      fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    }
+    auto red = std::make_shared<const Reduction>(datatype, op);
+    std::vector<Staging> staging(2);  // input, output
+    const void* send = red->input(sendbuf, count, staging[0]);
+    void* recv =
+        is_root ? red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE) : nullptr;
+    Unpack unpack;
+    if (is_root) {
+      unpack = [red, recvbuf, count](const std::vector<Staging>& s) {
+        red->finish(recvbuf, count, s[1]);
+      };
+    }
+    if (!form.nonblocking) {
+      c.reduce_raw(send, recv, red->elements(count), red->element_type(), red->op(), root);
+      if (unpack) unpack(staging);
+    } else {
+      *form.request = hand_over(
+          c.ireduce_raw(send, recv, red->elements(count), red->element_type(), red->op(), root),
+          comm, std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+}  // namespace
+
 extern "C" {
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                blocking("MPI_Gather"));
+}
+
+int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request* request) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                {"MPI_Igather", true, request});
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                 blocking("MPI_Scatter"));
+}
+
+int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request* request) {
+  return scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                 {"MPI_Iscatter", true, request});
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                   blocking("MPI_Allgather"));
+}
+
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                   {"MPI_Iallgather", true, request});
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                  blocking("MPI_Alltoall"));
+}
+
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                  {"MPI_Ialltoall", true, request});
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+  return reduce(sendbuf, recvbuf, count, datatype, op, root, comm, blocking("MPI_Reduce"));
+}
+
+int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm, MPI_Request* request) {
+  return reduce(sendbuf, recvbuf, count, datatype, op, root, comm, {"MPI_Ireduce", true, request});
+}
 
 int MPI_Barrier(MPI_Comm comm) {
   return guarded(comm, "MPI_Barrier", [&] { comm_of(comm).barrier(); });
@@ -305,44 +572,6 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
                                   : recv_view(buffer, count, *t, s);
     c.bcast_bytes(view, bytes_of(count, *t), root);
     if (c.rank() != root) recv_done(buffer, count, *t, s);
-  });
-}
-
-int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return guarded(comm, "MPI_Gather", [&] {
-    const auto& c = comm_of(comm);
-    check_root(c, root);
-    const bool is_root = c.rank() == root;
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = InPlaceT::address();
-    std::size_t bytes = 0;
-    if (!in_place) {
-      check_count(sendcount);
-      const auto& st = type_of(sendtype);
-      send = send_view(sendbuf, sendcount, *st, send_staging);
-      bytes = bytes_of(sendcount, *st);
-    }
-    void* recv = nullptr;
-    if (is_root) {
-      check_count(recvcount);
-      const auto& rt = type_of(recvtype);
-      bytes = bytes_of(recvcount, *rt);
-      recv = recv_view(recvbuf, static_cast<std::int64_t>(recvcount) * c.size(), *rt,
-                       recv_staging, false);
-      if (in_place && recv_staging.data) {  // the root's own block must survive the unpack
-        rt->pack(at(recvbuf, root * recvcount * rt->extent()), recvcount,
-                 recv_staging.data.get() + static_cast<std::size_t>(root) * bytes);
-      }
-    }
-    c.gather_bytes(send, bytes, recv, root);
-    if (is_root) {
-      recv_done(recvbuf, static_cast<std::int64_t>(recvcount) * c.size(), *type_of(recvtype),
-                recv_staging);
-    }
   });
 }
 
@@ -379,37 +608,6 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
   });
 }
 
-int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return guarded(comm, "MPI_Scatter", [&] {
-    const auto& c = comm_of(comm);
-    check_root(c, root);
-    const bool is_root = c.rank() == root;
-    const bool in_place = recvbuf == MPI_IN_PLACE;
-    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = nullptr;
-    std::size_t bytes = 0;
-    if (is_root) {
-      check_count(sendcount);
-      const auto& st = type_of(sendtype);
-      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *st,
-                       send_staging);
-      bytes = bytes_of(sendcount, *st);
-    }
-    void* recv = InPlaceT::address();
-    if (!in_place) {
-      check_count(recvcount);
-      const auto& rt = type_of(recvtype);
-      recv = recv_view(recvbuf, recvcount, *rt, recv_staging);
-      bytes = bytes_of(recvcount, *rt);
-    }
-    c.scatter_bytes(send, recv, bytes, root);
-    if (!in_place) recv_done(recvbuf, recvcount, *type_of(recvtype), recv_staging);
-  });
-}
-
 int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm) {
@@ -438,28 +636,6 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
     }
     c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root);
     if (!in_place) recv_done(recvbuf, recvcount, *type_of(recvtype), recv_staging);
-  });
-}
-
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return guarded(comm, "MPI_Allgather", [&] {
-    const auto& c = comm_of(comm);
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    check_count(recvcount);
-    const auto& rt = type_of(recvtype);
-    const std::size_t bytes = bytes_of(recvcount, *rt);
-    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = InPlaceT::address();
-    if (!in_place) {
-      check_count(sendcount);
-      send = send_view(sendbuf, sendcount, *type_of(sendtype), send_staging);
-    }
-    void* recv = recv_view(recvbuf, total, *rt, recv_staging, in_place);
-    c.allgather_bytes(send, bytes, recv);
-    recv_done(recvbuf, total, *rt, recv_staging);
   });
 }
 
@@ -492,28 +668,6 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
   });
 }
 
-int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  return guarded(comm, "MPI_Alltoall", [&] {
-    const auto& c = comm_of(comm);
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    check_count(recvcount);
-    const auto& rt = type_of(recvtype);
-    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = InPlaceT::address();
-    if (!in_place) {
-      check_count(sendcount);
-      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(),
-                       *type_of(sendtype), send_staging);
-    }
-    void* recv = recv_view(recvbuf, total, *rt, recv_staging, in_place);
-    c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv);
-    recv_done(recvbuf, total, *rt, recv_staging);
-  });
-}
-
 int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
@@ -539,26 +693,6 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
     void* recv = recv_blocks_view(recvbuf, *rt, rb, recv_staging);
     c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs);
     recv_blocks_done(recvbuf, recvcounts, rdispls, c.size(), *rt, rb, recv_staging);
-  });
-}
-
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm) {
-  return guarded(comm, "MPI_Reduce", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    check_root(c, root);
-    const bool is_root = c.rank() == root;
-    if (sendbuf == MPI_IN_PLACE && !is_root) {
-      fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
-    }
-    const Reduction red(datatype, op);
-    Staging in;
-    Staging out;
-    const void* send = red.input(sendbuf, count, in);
-    void* recv = is_root ? red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE) : nullptr;
-    c.reduce_raw(send, recv, red.elements(count), red.element_type(), red.op(), root);
-    if (is_root) red.finish(recvbuf, count, out);
   });
 }
 

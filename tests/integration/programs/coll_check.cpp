@@ -590,7 +590,27 @@ void check_nonblocking(const sempi::Communicator& world) {
     const auto status = p2p_recv.wait();
     CHECK(incoming == 1000 + (r - 1 + p) % p);
     CHECK(status.source == (r - 1 + p) % p);
+    // The data-movement collectives, each with its own root, overlapping the ones above.
+    const int root = iteration % p;
+    const int per_rank = static_cast<int>(n % 1000 + 1);
+    std::vector<int> block(static_cast<std::size_t>(per_rank), r), gathered,
+        all(static_cast<std::size_t>(per_rank * p));
+    std::vector<int> scatter_src, part(static_cast<std::size_t>(per_rank)),
+        to_each(static_cast<std::size_t>(p)), from_each(static_cast<std::size_t>(p));
+    if (r == root) gathered.resize(static_cast<std::size_t>(per_rank * p));
+    if (r == root) {
+      for (int q = 0; q < p; ++q)
+        scatter_src.insert(scatter_src.end(), static_cast<std::size_t>(per_rank), q * 7);
+    }
+    for (int q = 0; q < p; ++q) to_each[static_cast<std::size_t>(q)] = r * 100 + q;
+    long reduced = 0;
+    const long one = r;
     std::vector<sempi::Request> reqs;
+    reqs.push_back(world.igather(block.data(), gathered.data(), per_rank, root));
+    reqs.push_back(other.iscatter(scatter_src.data(), part.data(), per_rank, root));
+    reqs.push_back(world.iallgather(block.data(), all.data(), per_rank));
+    reqs.push_back(other.ialltoall(to_each.data(), from_each.data(), 1));
+    reqs.push_back(world.ireduce(&one, &reduced, 1, sempi::Op::max(), root));
     reqs.push_back(std::move(c));
     reqs.push_back(std::move(b));
     reqs.push_back(std::move(a));
@@ -611,6 +631,15 @@ void check_nonblocking(const sempi::Communicator& world) {
     }
     CHECK(std::all_of(sum.begin(), sum.end(), [p](long x) { return x == static_cast<long>(p) * (p + 1) / 2; }));
     CHECK(std::all_of(bc.begin(), bc.end(), [](int x) { return x == 42; }));
+    for (int q = 0; q < p; ++q) {
+      const auto at = static_cast<std::size_t>(q * per_rank);
+      if (r == root)
+        CHECK(gathered[at] == q && gathered[at + static_cast<std::size_t>(per_rank) - 1] == q);
+      CHECK(all[at] == q && all[at + static_cast<std::size_t>(per_rank) - 1] == q);
+      CHECK(from_each[static_cast<std::size_t>(q)] == q * 100 + r);
+    }
+    CHECK(std::all_of(part.begin(), part.end(), [r](int x) { return x == r * 7; }));
+    if (r == root) CHECK(reduced == p - 1);
   }
   // Two threads, each looping collectives on its own communicator.
   g_where = "threads on two communicators";
