@@ -185,6 +185,10 @@ class Communicator {
   void scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
                       std::span<const std::size_t> send_displs, void* recv,
                       std::size_t recv_bytes, int root) const;
+  /// Nonblocking scatterv_bytes (MPI_Iscatterv); the spans are read before it returns.
+  Request iscatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                          std::span<const std::size_t> send_displs, void* recv,
+                          std::size_t recv_bytes, int root) const;
   /// Root receives rank r's `bytes` bytes at recv + r*bytes (MPI_Gather). `send` may be
   /// IN_PLACE at the root (its block is already in place); `recv` is used only at the root.
   void gather_bytes(const void* send, std::size_t bytes, void* recv, int root) const;
@@ -194,6 +198,10 @@ class Communicator {
   void gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                      std::span<const std::size_t> recv_bytes,
                      std::span<const std::size_t> recv_displs, int root) const;
+  /// Nonblocking gatherv_bytes (MPI_Igatherv); the spans are read before it returns.
+  Request igatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                         std::span<const std::size_t> recv_bytes,
+                         std::span<const std::size_t> recv_displs, int root) const;
   /// Every rank receives every rank's `bytes` bytes at recv + r*bytes (MPI_Allgather).
   /// `send` may be IN_PLACE (this rank's block is taken from recv).
   void allgather_bytes(const void* send, std::size_t bytes, void* recv) const;
@@ -202,6 +210,10 @@ class Communicator {
   void allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                         std::span<const std::size_t> recv_bytes,
                         std::span<const std::size_t> recv_displs) const;
+  /// Nonblocking allgatherv_bytes (MPI_Iallgatherv); the spans are read before it returns.
+  Request iallgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                            std::span<const std::size_t> recv_bytes,
+                            std::span<const std::size_t> recv_displs) const;
   /// Block r of `send` (bytes at send + r*bytes) goes to rank r, arriving at recv + me*bytes
   /// (MPI_Alltoall). `send` may be IN_PLACE (data taken from and replaced in recv).
   void alltoall_bytes(const void* send, std::size_t bytes, void* recv) const;
@@ -211,6 +223,11 @@ class Communicator {
                        std::span<const std::size_t> send_displs, void* recv,
                        std::span<const std::size_t> recv_bytes,
                        std::span<const std::size_t> recv_displs) const;
+  /// Nonblocking alltoallv_bytes (MPI_Ialltoallv); the spans are read before it returns.
+  Request ialltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                           std::span<const std::size_t> send_displs, void* recv,
+                           std::span<const std::size_t> recv_bytes,
+                           std::span<const std::size_t> recv_displs) const;
 
   /// Reductions over `count` elements of `type` with `op`. `send` may be IN_PLACE (input taken
   /// from recv; for reduce only at the root). For reduce, `recv` is used only at the root.
@@ -228,15 +245,27 @@ class Communicator {
   /// IN_PLACE the input is the full vector in recv and the result is its first block.
   void reduce_scatter_block_raw(const void* send, void* recv, int recv_count,
                                 const ElementType& type, const Op& op) const;
+  /// Nonblocking reduce_scatter_block_raw (MPI_Ireduce_scatter_block).
+  Request ireduce_scatter_block_raw(const void* send, void* recv, int recv_count,
+                                    const ElementType& type, const Op& op) const;
   /// Rank r gets recv_counts[r] elements (MPI_Reduce_scatter; recv_counts has size() entries).
   void reduce_scatter_raw(const void* send, void* recv, std::span<const int> recv_counts,
                           const ElementType& type, const Op& op) const;
+  /// Nonblocking reduce_scatter_raw (MPI_Ireduce_scatter); recv_counts is read before it returns.
+  Request ireduce_scatter_raw(const void* send, void* recv, std::span<const int> recv_counts,
+                              const ElementType& type, const Op& op) const;
   /// Inclusive prefix reduction over ranks 0..rank (MPI_Scan).
   void scan_raw(const void* send, void* recv, int count, const ElementType& type,
                 const Op& op) const;
+  /// Nonblocking scan_raw (MPI_Iscan).
+  Request iscan_raw(const void* send, void* recv, int count, const ElementType& type,
+                    const Op& op) const;
   /// Exclusive prefix reduction over ranks 0..rank-1 (MPI_Exscan); recv is untouched on rank 0.
   void exscan_raw(const void* send, void* recv, int count, const ElementType& type,
                   const Op& op) const;
+  /// Nonblocking exscan_raw (MPI_Iexscan).
+  Request iexscan_raw(const void* send, void* recv, int count, const ElementType& type,
+                      const Op& op) const;
 
   // Typed forms. `send` parameters accept IN_PLACE (they do not take part in deducing T).
   template <Element T>
@@ -378,6 +407,55 @@ class Communicator {
   template <Element T>
   void exscan(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
     exscan_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  // Nonblocking typed forms of the above; count and displacement spans are read at the call.
+  template <Element T>
+  Request iscatterv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
+                    std::span<const int> send_displs, T* recv, int recv_count, int root) const {
+    return iscatterv_bytes(send, to_bytes<T>(send_counts, "iscatterv"),
+                           to_bytes<T>(send_displs, "iscatterv"), recv,
+                           element_bytes<T>(recv_count, "iscatterv"), root);
+  }
+  template <Element T>
+  Request igatherv(const std::type_identity_t<T>* send, int send_count, T* recv,
+                   std::span<const int> recv_counts, std::span<const int> recv_displs,
+                   int root) const {
+    return igatherv_bytes(send, element_bytes<T>(send_count, "igatherv"), recv,
+                          to_bytes<T>(recv_counts, "igatherv"),
+                          to_bytes<T>(recv_displs, "igatherv"), root);
+  }
+  template <Element T>
+  Request iallgatherv(const std::type_identity_t<T>* send, int send_count, T* recv,
+                      std::span<const int> recv_counts, std::span<const int> recv_displs) const {
+    return iallgatherv_bytes(send, element_bytes<T>(send_count, "iallgatherv"), recv,
+                             to_bytes<T>(recv_counts, "iallgatherv"),
+                             to_bytes<T>(recv_displs, "iallgatherv"));
+  }
+  template <Element T>
+  Request ialltoallv(const std::type_identity_t<T>* send, std::span<const int> send_counts,
+                     std::span<const int> send_displs, T* recv, std::span<const int> recv_counts,
+                     std::span<const int> recv_displs) const {
+    return ialltoallv_bytes(
+        send, to_bytes<T>(send_counts, "ialltoallv"), to_bytes<T>(send_displs, "ialltoallv"), recv,
+        to_bytes<T>(recv_counts, "ialltoallv"), to_bytes<T>(recv_displs, "ialltoallv"));
+  }
+  template <Element T>
+  Request ireduce_scatter_block(const std::type_identity_t<T>* send, T* recv, int recv_count,
+                                const Op& op) const {
+    return ireduce_scatter_block_raw(send, recv, recv_count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  Request ireduce_scatter(const std::type_identity_t<T>* send, T* recv,
+                          std::span<const int> recv_counts, const Op& op) const {
+    return ireduce_scatter_raw(send, recv, recv_counts, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  Request iscan(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
+    return iscan_raw(send, recv, count, datatype_traits<T>::type, op);
+  }
+  template <Element T>
+  Request iexscan(const std::type_identity_t<T>* send, T* recv, int count, const Op& op) const {
+    return iexscan_raw(send, recv, count, datatype_traits<T>::type, op);
   }
   // --- end of collectives -----------------------------------------------------------------
 

@@ -206,11 +206,12 @@ Request Communicator::iscatter_bytes(const void* send, void* recv, std::size_t b
       build_scatter(checked(state_, "iscatter"), send, recv, bytes, root, "iscatter")->start());
 }
 
-void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
-                                  std::span<const std::size_t> send_displs, void* recv,
-                                  std::size_t recv_bytes, int root) const {
-  constexpr const char* op = "scatterv";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_scatterv(const std::shared_ptr<const detail::CommState>& comm,
+                                         const void* send, std::span<const std::size_t> send_bytes,
+                                         std::span<const std::size_t> send_displs, void* recv,
+                                         std::size_t recv_bytes, int root, const char* op) {
   check_root(*comm, root, op);
   const bool is_root = comm->rank == root;
   const auto p = static_cast<std::size_t>(comm->size());
@@ -230,7 +231,25 @@ void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t>
   auto s = make(comm, OpKind::scatter, op);
   detail::coll::scatterv_linear(*s, as_bytes(send), send_bytes, send_displs,
                                 in_place ? nullptr : as_bytes(recv), recv_bytes, root);
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                                  std::span<const std::size_t> send_displs, void* recv,
+                                  std::size_t recv_bytes, int root) const {
+  build_scatterv(checked(state_, "scatterv"), send, send_bytes, send_displs, recv, recv_bytes, root,
+                 "scatterv")
+      ->run();
+}
+
+Request Communicator::iscatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                                      std::span<const std::size_t> send_displs, void* recv,
+                                      std::size_t recv_bytes, int root) const {
+  return Request(build_scatterv(checked(state_, "iscatterv"), send, send_bytes, send_displs, recv,
+                                recv_bytes, root, "iscatterv")
+                     ->start());
 }
 
 namespace {
@@ -267,11 +286,13 @@ Request Communicator::igather_bytes(const void* send, std::size_t bytes, void* r
       build_gather(checked(state_, "igather"), send, bytes, recv, root, "igather")->start());
 }
 
-void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
-                                 std::span<const std::size_t> recv_bytes,
-                                 std::span<const std::size_t> recv_displs, int root) const {
-  constexpr const char* op = "gatherv";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_gatherv(const std::shared_ptr<const detail::CommState>& comm,
+                                        const void* send, std::size_t send_bytes, void* recv,
+                                        std::span<const std::size_t> recv_bytes,
+                                        std::span<const std::size_t> recv_displs, int root,
+                                        const char* op) {
   check_root(*comm, root, op);
   const bool is_root = comm->rank == root;
   const auto p = static_cast<std::size_t>(comm->size());
@@ -291,7 +312,25 @@ void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void*
   auto s = make(comm, OpKind::gather, op);
   detail::coll::gatherv_linear(*s, in_place ? nullptr : as_bytes(send), send_bytes,
                                as_bytes(recv), recv_bytes, recv_displs, root);
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                                 std::span<const std::size_t> recv_bytes,
+                                 std::span<const std::size_t> recv_displs, int root) const {
+  build_gatherv(checked(state_, "gatherv"), send, send_bytes, recv, recv_bytes, recv_displs, root,
+                "gatherv")
+      ->run();
+}
+
+Request Communicator::igatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                                     std::span<const std::size_t> recv_bytes,
+                                     std::span<const std::size_t> recv_displs, int root) const {
+  return Request(build_gatherv(checked(state_, "igatherv"), send, send_bytes, recv, recv_bytes,
+                               recv_displs, root, "igatherv")
+                     ->start());
 }
 
 // --- allgather -------------------------------------------------------------------------------
@@ -336,11 +375,13 @@ Request Communicator::iallgather_bytes(const void* send, std::size_t bytes, void
       build_allgather(checked(state_, "iallgather"), send, bytes, recv, "iallgather")->start());
 }
 
-void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
-                                    std::span<const std::size_t> recv_bytes,
-                                    std::span<const std::size_t> recv_displs) const {
-  constexpr const char* op = "allgatherv";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_allgatherv(const std::shared_ptr<const detail::CommState>& comm,
+                                           const void* send, std::size_t send_bytes, void* recv,
+                                           std::span<const std::size_t> recv_bytes,
+                                           std::span<const std::size_t> recv_displs,
+                                           const char* op) {
   const auto p = static_cast<std::size_t>(comm->size());
   const auto me = static_cast<std::size_t>(comm->rank);
   check_span(recv_bytes, p, op, "recv_bytes");
@@ -358,7 +399,25 @@ void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, vo
   auto s = make(comm, OpKind::allgather, op);
   if (!in_place) s->copy(as_bytes(recv) + recv_displs[me], send, send_bytes);
   if (p > 1) detail::coll::allgatherv_ring(*s, as_bytes(recv), recv_bytes, recv_displs);
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                                    std::span<const std::size_t> recv_bytes,
+                                    std::span<const std::size_t> recv_displs) const {
+  build_allgatherv(checked(state_, "allgatherv"), send, send_bytes, recv, recv_bytes, recv_displs,
+                   "allgatherv")
+      ->run();
+}
+
+Request Communicator::iallgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
+                                        std::span<const std::size_t> recv_bytes,
+                                        std::span<const std::size_t> recv_displs) const {
+  return Request(build_allgatherv(checked(state_, "iallgatherv"), send, send_bytes, recv,
+                                  recv_bytes, recv_displs, "iallgatherv")
+                     ->start());
 }
 
 // --- alltoall --------------------------------------------------------------------------------
@@ -398,12 +457,14 @@ Request Communicator::ialltoall_bytes(const void* send, std::size_t bytes, void*
       build_alltoall(checked(state_, "ialltoall"), send, bytes, recv, "ialltoall")->start());
 }
 
-void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
-                                   std::span<const std::size_t> send_displs, void* recv,
-                                   std::span<const std::size_t> recv_bytes,
-                                   std::span<const std::size_t> recv_displs) const {
-  constexpr const char* op = "alltoallv";
-  const auto comm = checked(state_, op);
+namespace {
+
+std::shared_ptr<Schedule> build_alltoallv(const std::shared_ptr<const detail::CommState>& comm,
+                                          const void* send, std::span<const std::size_t> send_bytes,
+                                          std::span<const std::size_t> send_displs, void* recv,
+                                          std::span<const std::size_t> recv_bytes,
+                                          std::span<const std::size_t> recv_displs,
+                                          const char* op) {
   const auto p = static_cast<std::size_t>(comm->size());
   const auto me = static_cast<std::size_t>(comm->rank);
   const bool in_place = is_in_place(send);
@@ -428,7 +489,27 @@ void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t
                                      in_place ? recv_displs : send_displs, as_bytes(recv),
                                      recv_bytes, recv_displs);
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                                   std::span<const std::size_t> send_displs, void* recv,
+                                   std::span<const std::size_t> recv_bytes,
+                                   std::span<const std::size_t> recv_displs) const {
+  build_alltoallv(checked(state_, "alltoallv"), send, send_bytes, send_displs, recv, recv_bytes,
+                  recv_displs, "alltoallv")
+      ->run();
+}
+
+Request Communicator::ialltoallv_bytes(const void* send, std::span<const std::size_t> send_bytes,
+                                       std::span<const std::size_t> send_displs, void* recv,
+                                       std::span<const std::size_t> recv_bytes,
+                                       std::span<const std::size_t> recv_displs) const {
+  return Request(build_alltoallv(checked(state_, "ialltoallv"), send, send_bytes, send_displs, recv,
+                                 recv_bytes, recv_displs, "ialltoallv")
+                     ->start());
 }
 
 // --- reductions ------------------------------------------------------------------------------
@@ -492,11 +573,13 @@ Request Communicator::iallreduce_raw(const void* send, void* recv, int count,
           ->start());
 }
 
-void Communicator::reduce_scatter_raw(const void* send, void* recv,
-                                      std::span<const int> recv_counts, const ElementType& type,
-                                      const Op& op) const {
-  constexpr const char* name = "reduce_scatter";
-  const auto comm = checked(state_, name);
+namespace {
+
+std::shared_ptr<Schedule> build_reduce_scatter(const std::shared_ptr<const detail::CommState>& comm,
+                                               const void* send, void* recv,
+                                               std::span<const int> recv_counts,
+                                               const ElementType& type, const Op& op,
+                                               const char* name) {
   const auto p = static_cast<std::size_t>(comm->size());
   if (recv_counts.size() != p) {
     throw Error(ErrorClass::arg, std::string(name) + ": recv_counts has " +
@@ -524,7 +607,25 @@ void Communicator::reduce_scatter_raw(const void* send, void* recv,
       detail::coll::reduce_scatter_pairwise(*s, red, input, as_bytes(recv), recv_counts);
     }
   }
-  s->run();
+  return s;
+}
+
+}  // namespace
+
+void Communicator::reduce_scatter_raw(const void* send, void* recv,
+                                      std::span<const int> recv_counts, const ElementType& type,
+                                      const Op& op) const {
+  build_reduce_scatter(checked(state_, "reduce_scatter"), send, recv, recv_counts, type, op,
+                       "reduce_scatter")
+      ->run();
+}
+
+Request Communicator::ireduce_scatter_raw(const void* send, void* recv,
+                                          std::span<const int> recv_counts, const ElementType& type,
+                                          const Op& op) const {
+  return Request(build_reduce_scatter(checked(state_, "ireduce_scatter"), send, recv, recv_counts,
+                                      type, op, "ireduce_scatter")
+                     ->start());
 }
 
 void Communicator::reduce_scatter_block_raw(const void* send, void* recv, int recv_count,
@@ -534,13 +635,20 @@ void Communicator::reduce_scatter_block_raw(const void* send, void* recv, int re
   reduce_scatter_raw(send, recv, counts, type, op);
 }
 
+Request Communicator::ireduce_scatter_block_raw(const void* send, void* recv, int recv_count,
+                                                const ElementType& type, const Op& op) const {
+  check_count(recv_count, "ireduce_scatter_block");
+  const std::vector<int> counts(static_cast<std::size_t>(size()), recv_count);
+  return ireduce_scatter_raw(send, recv, counts, type, op);
+}
+
 namespace {
 
 // scan and exscan differ only in whether a rank's own contribution is part of its result.
-void run_scan(const std::shared_ptr<detail::CommState>& state, const void* send, void* recv,
-              int count, const ElementType& type, const Op& op, bool exclusive) {
-  const char* name = exclusive ? "exscan" : "scan";
-  const auto comm = checked(state, name);
+std::shared_ptr<Schedule> build_scan(const std::shared_ptr<const detail::CommState>& comm,
+                                     const void* send, void* recv, int count,
+                                     const ElementType& type, const Op& op, bool exclusive,
+                                     const char* name) {
   check_count(count, name);
   check_type(type, name);
   op.check(type, name);
@@ -558,19 +666,32 @@ void run_scan(const std::shared_ptr<detail::CommState>& state, const void* send,
       s->copy(recv, input, bytes);  // exscan leaves rank 0's result undefined, as MPI does
     }
   }
-  s->run();
+  return s;
 }
 
 }  // namespace
 
 void Communicator::scan_raw(const void* send, void* recv, int count, const ElementType& type,
                             const Op& op) const {
-  run_scan(state_, send, recv, count, type, op, false);
+  build_scan(checked(state_, "scan"), send, recv, count, type, op, false, "scan")->run();
+}
+
+Request Communicator::iscan_raw(const void* send, void* recv, int count, const ElementType& type,
+                                const Op& op) const {
+  return Request(
+      build_scan(checked(state_, "iscan"), send, recv, count, type, op, false, "iscan")->start());
 }
 
 void Communicator::exscan_raw(const void* send, void* recv, int count, const ElementType& type,
                               const Op& op) const {
-  run_scan(state_, send, recv, count, type, op, true);
+  build_scan(checked(state_, "exscan"), send, recv, count, type, op, true, "exscan")->run();
+}
+
+Request Communicator::iexscan_raw(const void* send, void* recv, int count, const ElementType& type,
+                                  const Op& op) const {
+  return Request(
+      build_scan(checked(state_, "iexscan"), send, recv, count, type, op, true, "iexscan")
+          ->start());
 }
 
 }  // namespace sempi

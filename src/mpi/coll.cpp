@@ -493,6 +493,264 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
   });
 }
 
+int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+            MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = InPlaceT::address();
+    std::size_t bytes = 0;
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, staging[0]);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = nullptr;
+    Blocks b;
+    Unpack unpack;
+    if (is_root) {
+      const auto& rt = type_of(recvtype);
+      b = blocks_of(recvcounts, displs, c.size(), *rt);
+      if (in_place) bytes = b.bytes[static_cast<std::size_t>(root)];
+      recv = recv_blocks_view(recvbuf, *rt, b, staging[1]);
+      const int n = c.size();
+      unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                where = std::vector<int>(displs, displs + n), n, rt, b,
+                skip = in_place ? root : -1](const std::vector<Staging>& s) {
+        recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1], skip);
+      };
+    }
+    if (!form.nonblocking) {
+      c.gatherv_bytes(send, bytes, recv, b.bytes, b.displs, root);
+      if (unpack) unpack(staging);
+    } else {
+      *form.request = hand_over(c.igatherv_bytes(send, bytes, recv, b.bytes, b.displs, root), comm,
+                                std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+             const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_root(c, root);
+    const bool is_root = c.rank() == root;
+    const bool in_place = recvbuf == MPI_IN_PLACE;
+    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
+    std::vector<Staging> staging(2);  // send, receive
+    Blocks b;
+    const void* send = nullptr;
+    if (is_root) {
+      const auto& st = type_of(sendtype);
+      b = blocks_of(sendcounts, displs, c.size(), *st);
+      send = send_blocks_view(sendbuf, sendcounts, displs, c.size(), *st, b, staging[0]);
+    }
+    void* recv = InPlaceT::address();
+    std::size_t bytes = is_root ? b.bytes[static_cast<std::size_t>(root)] : 0;
+    Unpack unpack;
+    if (!in_place) {
+      check_count(recvcount);
+      const auto& rt = type_of(recvtype);
+      recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
+      bytes = bytes_of(recvcount, *rt);
+      unpack = [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
+        recv_done(recvbuf, recvcount, *rt, s[1]);
+      };
+    }
+    if (!form.nonblocking) {
+      c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root);
+      if (unpack) unpack(staging);
+    } else {
+      *form.request = hand_over(c.iscatterv_bytes(send, b.bytes, b.displs, recv, bytes, root), comm,
+                                std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+               const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const auto& rt = type_of(recvtype);
+    const int n = c.size();
+    const Blocks b = blocks_of(recvcounts, displs, n, *rt);
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = InPlaceT::address();
+    std::size_t bytes = b.bytes[static_cast<std::size_t>(c.rank())];
+    if (!in_place) {
+      check_count(sendcount);
+      const auto& st = type_of(sendtype);
+      send = send_view(sendbuf, sendcount, *st, staging[0]);
+      bytes = bytes_of(sendcount, *st);
+    }
+    void* recv = recv_blocks_view(recvbuf, *rt, b, staging[1]);
+    if (in_place && staging[1].data) {  // this rank's block comes from recvbuf
+      const int me = c.rank();
+      rt->pack(at(recvbuf, displs[me] * rt->extent()), recvcounts[me],
+               staging[1].data.get() + b.displs[static_cast<std::size_t>(me)]);
+    }
+    Unpack unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                     where = std::vector<int>(displs, displs + n), n, rt,
+                     b](const std::vector<Staging>& s) {
+      recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1]);
+    };
+    if (!form.nonblocking) {
+      c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs);
+      unpack(staging);
+    } else {
+      *form.request = hand_over(c.iallgatherv_bytes(send, bytes, recv, b.bytes, b.displs), comm,
+                                std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+              MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    const int n = c.size();
+    const auto& rt = type_of(recvtype);
+    const Blocks rb = blocks_of(recvcounts, rdispls, n, *rt);
+    // IN_PLACE: what is sent is the receive buffer's current contents, so copy it first.
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const void* sbuf = in_place ? recvbuf : sendbuf;
+    const int* scounts = in_place ? recvcounts : sendcounts;
+    const int* sdisp = in_place ? rdispls : sdispls;
+    const auto& st = in_place ? rt : type_of(sendtype);
+    const Blocks sb = blocks_of(scounts, sdisp, n, *st);
+    std::vector<Staging> staging(2);  // send, receive
+    const void* send = send_blocks_view(sbuf, scounts, sdisp, n, *st, sb, staging[0]);
+    if (in_place && !staging[0].data) {
+      staging[0].allocate(sb.total);
+      if (sb.total > 0) std::memcpy(staging[0].data.get(), send, sb.total);
+      send = staging[0].data.get();
+    }
+    void* recv = recv_blocks_view(recvbuf, *rt, rb, staging[1]);
+    Unpack unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                     where = std::vector<int>(rdispls, rdispls + n), n, rt,
+                     rb](const std::vector<Staging>& s) {
+      recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, rb, s[1]);
+    };
+    if (!form.nonblocking) {
+      c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs);
+      unpack(staging);
+    } else {
+      *form.request =
+          hand_over(c.ialltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs), comm,
+                    std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_count(recvcount);
+    auto red = std::make_shared<const Reduction>(datatype, op);
+    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    std::vector<Staging> staging(2);  // input, output
+    const void* send = red->input(sendbuf, total, staging[0]);
+    // In place, the whole input vector is in recvbuf and the result is its first block.
+    void* recv = red->output(recvbuf, in_place ? total : recvcount, staging[1], in_place);
+    Unpack unpack = [red, recvbuf, recvcount](const std::vector<Staging>& s) {
+      red->finish(recvbuf, recvcount, s[1]);
+    };
+    const int elements = red->elements(recvcount);
+    if (!form.nonblocking) {
+      c.reduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op());
+      unpack(staging);
+    } else {
+      *form.request = hand_over(
+          c.ireduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op()), comm,
+          std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    auto red = std::make_shared<const Reduction>(datatype, op);
+    std::vector<int> counts;
+    std::int64_t total = 0;
+    for (int r = 0; r < c.size(); ++r) {
+      check_count(recvcounts[r]);
+      counts.push_back(red->elements(recvcounts[r]));
+      total += recvcounts[r];
+    }
+    const int mine = recvcounts[c.rank()];
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    std::vector<Staging> staging(2);  // input, output
+    const void* send = red->input(sendbuf, total, staging[0]);
+    void* recv = red->output(recvbuf, in_place ? total : mine, staging[1], in_place);
+    Unpack unpack = [red, recvbuf, mine](const std::vector<Staging>& s) {
+      red->finish(recvbuf, mine, s[1]);
+    };
+    if (!form.nonblocking) {
+      c.reduce_scatter_raw(send, recv, counts, red->element_type(), red->op());
+      unpack(staging);
+    } else {
+      *form.request =
+          hand_over(c.ireduce_scatter_raw(send, recv, counts, red->element_type(), red->op()), comm,
+                    std::move(staging), std::move(unpack));
+    }
+  });
+}
+
+// MPI_Scan and MPI_Exscan (and their nonblocking forms) differ only in `exclusive`.
+int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+         MPI_Comm comm, bool exclusive, const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
+    const auto& c = comm_of(comm);
+    check_count(count);
+    auto red = std::make_shared<const Reduction>(datatype, op);
+    std::vector<Staging> staging(2);  // input, output
+    const void* send = red->input(sendbuf, count, staging[0]);
+    void* recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);
+    Unpack unpack;
+    if (!exclusive || c.rank() != 0) {  // exscan: rank 0's result is undefined
+      unpack = [red, recvbuf, count](const std::vector<Staging>& s) {
+        red->finish(recvbuf, count, s[1]);
+      };
+    }
+    const int elements = red->elements(count);
+    if (!form.nonblocking) {
+      if (exclusive) {
+        c.exscan_raw(send, recv, elements, red->element_type(), red->op());
+      } else {
+        c.scan_raw(send, recv, elements, red->element_type(), red->op());
+      }
+      if (unpack) unpack(staging);
+    } else {
+      sempi::Request r = exclusive
+                             ? c.iexscan_raw(send, recv, elements, red->element_type(), red->op())
+                             : c.iscan_raw(send, recv, elements, red->element_type(), red->op());
+      *form.request = hand_over(std::move(r), comm, std::move(staging), std::move(unpack));
+    }
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -575,129 +833,8 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   });
 }
 
-int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                MPI_Comm comm) {
-  return guarded(comm, "MPI_Gatherv", [&] {
-    const auto& c = comm_of(comm);
-    check_root(c, root);
-    const bool is_root = c.rank() == root;
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = InPlaceT::address();
-    std::size_t bytes = 0;
-    if (!in_place) {
-      check_count(sendcount);
-      const auto& st = type_of(sendtype);
-      send = send_view(sendbuf, sendcount, *st, send_staging);
-      bytes = bytes_of(sendcount, *st);
-    }
-    if (!is_root) {
-      c.gatherv_bytes(send, bytes, nullptr, {}, {}, root);
-      return;
-    }
-    const auto& rt = type_of(recvtype);
-    const Blocks b = blocks_of(recvcounts, displs, c.size(), *rt);
-    if (in_place) bytes = b.bytes[static_cast<std::size_t>(root)];
-    void* recv = recv_blocks_view(recvbuf, *rt, b, recv_staging);
-    c.gatherv_bytes(send, bytes, recv, b.bytes, b.displs, root);
-    recv_blocks_done(recvbuf, recvcounts, displs, c.size(), *rt, b, recv_staging,
-                     in_place ? root : -1);
-  });
-}
-
-int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
-                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                 int root, MPI_Comm comm) {
-  return guarded(comm, "MPI_Scatterv", [&] {
-    const auto& c = comm_of(comm);
-    check_root(c, root);
-    const bool is_root = c.rank() == root;
-    const bool in_place = recvbuf == MPI_IN_PLACE;
-    if (in_place && !is_root) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only at the root");
-    Staging send_staging;
-    Staging recv_staging;
-    Blocks b;
-    const void* send = nullptr;
-    if (is_root) {
-      const auto& st = type_of(sendtype);
-      b = blocks_of(sendcounts, displs, c.size(), *st);
-      send = send_blocks_view(sendbuf, sendcounts, displs, c.size(), *st, b, send_staging);
-    }
-    void* recv = InPlaceT::address();
-    std::size_t bytes = is_root ? b.bytes[static_cast<std::size_t>(root)] : 0;
-    if (!in_place) {
-      check_count(recvcount);
-      const auto& rt = type_of(recvtype);
-      recv = recv_view(recvbuf, recvcount, *rt, recv_staging);
-      bytes = bytes_of(recvcount, *rt);
-    }
-    c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root);
-    if (!in_place) recv_done(recvbuf, recvcount, *type_of(recvtype), recv_staging);
-  });
-}
-
-int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                   MPI_Comm comm) {
-  return guarded(comm, "MPI_Allgatherv", [&] {
-    const auto& c = comm_of(comm);
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    const auto& rt = type_of(recvtype);
-    const Blocks b = blocks_of(recvcounts, displs, c.size(), *rt);
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = InPlaceT::address();
-    std::size_t bytes = b.bytes[static_cast<std::size_t>(c.rank())];
-    if (!in_place) {
-      check_count(sendcount);
-      const auto& st = type_of(sendtype);
-      send = send_view(sendbuf, sendcount, *st, send_staging);
-      bytes = bytes_of(sendcount, *st);
-    }
-    void* recv = recv_blocks_view(recvbuf, *rt, b, recv_staging);
-    if (in_place && recv_staging.data) {  // this rank's block comes from recvbuf
-      const int me = c.rank();
-      rt->pack(at(recvbuf, displs[me] * rt->extent()), recvcounts[me],
-               recv_staging.data.get() + b.displs[static_cast<std::size_t>(me)]);
-    }
-    c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs);
-    recv_blocks_done(recvbuf, recvcounts, displs, c.size(), *rt, b, recv_staging);
-  });
-}
-
-int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return guarded(comm, "MPI_Alltoallv", [&] {
-    const auto& c = comm_of(comm);
-    const auto& rt = type_of(recvtype);
-    const Blocks rb = blocks_of(recvcounts, rdispls, c.size(), *rt);
-    // IN_PLACE: what is sent is the receive buffer's current contents, so copy it first.
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    const void* sbuf = in_place ? recvbuf : sendbuf;
-    const int* scounts = in_place ? recvcounts : sendcounts;
-    const int* sdisp = in_place ? rdispls : sdispls;
-    const auto& st = in_place ? rt : type_of(sendtype);
-    const Blocks sb = blocks_of(scounts, sdisp, c.size(), *st);
-    Staging send_staging;
-    Staging recv_staging;
-    const void* send = send_blocks_view(sbuf, scounts, sdisp, c.size(), *st, sb, send_staging);
-    if (in_place && !send_staging.data) {
-      send_staging.allocate(sb.total);
-      if (sb.total > 0) std::memcpy(send_staging.data.get(), send, sb.total);
-      send = send_staging.data.get();
-    }
-    void* recv = recv_blocks_view(recvbuf, *rt, rb, recv_staging);
-    c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs);
-    recv_blocks_done(recvbuf, recvcounts, rdispls, c.size(), *rt, rb, recv_staging);
-  });
-}
-
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, MPI_Comm comm) {
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm) {
   return guarded(comm, "MPI_Allreduce", [&] {
     const auto& c = comm_of(comm);
     check_count(count);
@@ -711,76 +848,106 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   });
 }
 
+int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  return gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                 blocking("MPI_Gatherv"));
+}
+
+int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request* request) {
+  return gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                 {"MPI_Igatherv", true, request});
+}
+
+int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  return scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                  blocking("MPI_Scatterv"));
+}
+
+int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm, MPI_Request* request) {
+  return scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                  {"MPI_Iscatterv", true, request});
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  return allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                    blocking("MPI_Allgatherv"));
+}
+
+int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request* request) {
+  return allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                    {"MPI_Iallgatherv", true, request});
+}
+
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                   comm, blocking("MPI_Alltoallv"));
+}
+
+int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request* request) {
+  return alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                   comm, {"MPI_Ialltoallv", true, request});
+}
+
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return guarded(comm, "MPI_Reduce_scatter_block", [&] {
-    const auto& c = comm_of(comm);
-    check_count(recvcount);
-    const Reduction red(datatype, op);
-    const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    Staging in;
-    Staging out;
-    const void* send = red.input(sendbuf, total, in);
-    // In place, the whole input vector is in recvbuf and the result is its first block.
-    void* recv = red.output(recvbuf, in_place ? total : recvcount, out, in_place);
-    c.reduce_scatter_block_raw(send, recv, red.elements(recvcount), red.element_type(),
-                               red.op());
-    red.finish(recvbuf, recvcount, out);
-  });
+  return reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                              blocking("MPI_Reduce_scatter_block"));
+}
+
+int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request* request) {
+  return reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                              {"MPI_Ireduce_scatter_block", true, request});
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return guarded(comm, "MPI_Reduce_scatter", [&] {
-    const auto& c = comm_of(comm);
-    const Reduction red(datatype, op);
-    std::vector<int> counts;
-    std::int64_t total = 0;
-    for (int r = 0; r < c.size(); ++r) {
-      check_count(recvcounts[r]);
-      counts.push_back(red.elements(recvcounts[r]));
-      total += recvcounts[r];
-    }
-    const int mine = recvcounts[c.rank()];
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    Staging in;
-    Staging out;
-    const void* send = red.input(sendbuf, total, in);
-    void* recv = red.output(recvbuf, in_place ? total : mine, out, in_place);
-    c.reduce_scatter_raw(send, recv, counts, red.element_type(), red.op());
-    red.finish(recvbuf, mine, out);
-  });
+  return reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                        blocking("MPI_Reduce_scatter"));
+}
+
+int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                        {"MPI_Ireduce_scatter", true, request});
 }
 
 int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm) {
-  return guarded(comm, "MPI_Scan", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const Reduction red(datatype, op);
-    Staging in;
-    Staging out;
-    const void* send = red.input(sendbuf, count, in);
-    void* recv = red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE);
-    c.scan_raw(send, recv, red.elements(count), red.element_type(), red.op());
-    red.finish(recvbuf, count, out);
-  });
+  return scan(sendbuf, recvbuf, count, datatype, op, comm, false, blocking("MPI_Scan"));
+}
+
+int MPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, MPI_Request* request) {
+  return scan(sendbuf, recvbuf, count, datatype, op, comm, false, {"MPI_Iscan", true, request});
 }
 
 int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm) {
-  return guarded(comm, "MPI_Exscan", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const Reduction red(datatype, op);
-    Staging in;
-    Staging out;
-    const void* send = red.input(sendbuf, count, in);
-    void* recv = red.output(recvbuf, count, out, sendbuf == MPI_IN_PLACE);
-    c.exscan_raw(send, recv, red.elements(count), red.element_type(), red.op());
-    if (c.rank() != 0) red.finish(recvbuf, count, out);  // rank 0's result is undefined
-  });
+  return scan(sendbuf, recvbuf, count, datatype, op, comm, true, blocking("MPI_Exscan"));
+}
+
+int MPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm, MPI_Request* request) {
+  return scan(sendbuf, recvbuf, count, datatype, op, comm, true, {"MPI_Iexscan", true, request});
 }
 
 int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype datatype,

@@ -642,6 +642,60 @@ void check_nonblocking(const sempi::Communicator& world) {
     if (r == root) CHECK(reduced == p - 1);
   }
   // Two threads, each looping collectives on its own communicator.
+  // The vector forms and the prefix reductions, nonblocking and overlapping on two
+  // communicators. Rank q contributes q + 1 elements.
+  g_where = "nonblocking vector collectives";
+  {
+    std::vector<int> counts(static_cast<std::size_t>(p));
+    std::vector<int> displs(static_cast<std::size_t>(p));
+    int span = 0;
+    for (int q = 0; q < p; ++q) {
+      counts[static_cast<std::size_t>(q)] = q + 1;
+      displs[static_cast<std::size_t>(q)] = span;
+      span += q + 1;
+    }
+    const auto n = static_cast<std::size_t>(span);
+    const auto own = static_cast<std::size_t>(r + 1);
+    std::vector<int> mine(own, r), all(n, -1), gathered(n, -1), part(own, -1), src(n);
+    for (int q = 0; q < p; ++q) {
+      for (int i = 0; i <= q; ++i)
+        src[static_cast<std::size_t>(displs[static_cast<std::size_t>(q)] + i)] = q * 10;
+    }
+    std::vector<long> block_in(static_cast<std::size_t>(2 * p), r), block_out(2, 0);
+    std::vector<long> rs_in(n, 1), rs_out(own, 0);
+    std::vector<int> ones(static_cast<std::size_t>(p), 1), seq(static_cast<std::size_t>(p));
+    std::vector<int> to(static_cast<std::size_t>(p)), from(static_cast<std::size_t>(p), -1);
+    for (int q = 0; q < p; ++q) {
+      seq[static_cast<std::size_t>(q)] = q;
+      to[static_cast<std::size_t>(q)] = r * 100 + q;
+    }
+    const long one = 1;
+    long prefix = 0;
+    long before = -1;
+    std::vector<sempi::Request> reqs;
+    reqs.push_back(world.iallgatherv(mine.data(), r + 1, all.data(), counts, displs));
+    reqs.push_back(other.iscatterv(src.data(), counts, displs, part.data(), r + 1, p - 1));
+    reqs.push_back(world.igatherv(mine.data(), r + 1, gathered.data(), counts, displs, 0));
+    reqs.push_back(other.iscan(&one, &prefix, 1, sempi::Op::sum()));
+    reqs.push_back(
+        world.ireduce_scatter_block(block_in.data(), block_out.data(), 2, sempi::Op::sum()));
+    reqs.push_back(other.ialltoallv(to.data(), ones, seq, from.data(), ones, seq));
+    reqs.push_back(world.iexscan(&one, &before, 1, sempi::Op::sum()));
+    reqs.push_back(world.ireduce_scatter(rs_in.data(), rs_out.data(), counts, sempi::Op::sum()));
+    sempi::Request::wait_all(reqs);
+    for (int q = 0; q < p; ++q) {
+      const auto first = static_cast<std::size_t>(displs[static_cast<std::size_t>(q)]);
+      CHECK(all[first] == q && all[first + static_cast<std::size_t>(q)] == q);
+      if (r == 0) CHECK(gathered[first] == q && gathered[first + static_cast<std::size_t>(q)] == q);
+      CHECK(from[static_cast<std::size_t>(q)] == q * 100 + r);
+    }
+    CHECK(std::all_of(part.begin(), part.end(), [r](int x) { return x == r * 10; }));
+    CHECK(prefix == r + 1);
+    if (r > 0) CHECK(before == r);
+    const long ranks = static_cast<long>(p) * (p - 1) / 2;
+    CHECK(block_out[0] == ranks && block_out[1] == ranks);
+    CHECK(std::all_of(rs_out.begin(), rs_out.end(), [p](long x) { return x == p; }));
+  }
   g_where = "threads on two communicators";
   const auto c1 = world.dup();
   const auto c2 = world.dup();
