@@ -311,6 +311,19 @@ struct Form {
 };
 constexpr Form blocking(const char* name) { return {name, false, nullptr}; }
 
+// The blocking form runs the operation and unpacks here; the nonblocking form starts it and
+// hands its staging areas and the unpack step to the new request.
+template <class Run, class Start>
+void run_or_start(const Form& form, MPI_Comm comm, std::vector<Staging>& staging, Unpack unpack,
+                  Run&& run, Start&& start) {
+  if (!form.nonblocking) {
+    run();
+    if (unpack) unpack(staging);
+  } else {
+    *form.request = hand_over(start(), comm, std::move(staging), std::move(unpack));
+  }
+}
+
 void check_request(const Form& form) {
   if (form.nonblocking && form.request == nullptr) {
     fail(MPI_ERR_ARG, "the request argument is null");
@@ -351,13 +364,9 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
         recv_done(recvbuf, total, *rt, s[1]);
       };
     }
-    if (!form.nonblocking) {
-      c.gather_bytes(send, bytes, recv, root);
-      if (unpack) unpack(staging);
-    } else {
-      *form.request = hand_over(c.igather_bytes(send, bytes, recv, root), comm, std::move(staging),
-                                std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack), [&] { c.gather_bytes(send, bytes, recv, root); },
+        [&] { return c.igather_bytes(send, bytes, recv, root); });
   });
 }
 
@@ -390,13 +399,9 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
         recv_done(recvbuf, recvcount, *rt, s[1]);
       };
     }
-    if (!form.nonblocking) {
-      c.scatter_bytes(send, recv, bytes, root);
-      if (unpack) unpack(staging);
-    } else {
-      *form.request = hand_over(c.iscatter_bytes(send, recv, bytes, root), comm, std::move(staging),
-                                std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack), [&] { c.scatter_bytes(send, recv, bytes, root); },
+        [&] { return c.iscatter_bytes(send, recv, bytes, root); });
   });
 }
 
@@ -420,13 +425,9 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
     Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
       recv_done(recvbuf, total, *rt, s[1]);
     };
-    if (!form.nonblocking) {
-      c.allgather_bytes(send, bytes, recv);
-      unpack(staging);
-    } else {
-      *form.request = hand_over(c.iallgather_bytes(send, bytes, recv), comm, std::move(staging),
-                                std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack), [&] { c.allgather_bytes(send, bytes, recv); },
+        [&] { return c.iallgather_bytes(send, bytes, recv); });
   });
 }
 
@@ -450,13 +451,10 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
     Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
       recv_done(recvbuf, total, *rt, s[1]);
     };
-    if (!form.nonblocking) {
-      c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv);
-      unpack(staging);
-    } else {
-      *form.request = hand_over(c.ialltoall_bytes(send, bytes_of(recvcount, *rt), recv), comm,
-                                std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv); },
+        [&] { return c.ialltoall_bytes(send, bytes_of(recvcount, *rt), recv); });
   });
 }
 
@@ -482,14 +480,15 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
         red->finish(recvbuf, count, s[1]);
       };
     }
-    if (!form.nonblocking) {
-      c.reduce_raw(send, recv, red->elements(count), red->element_type(), red->op(), root);
-      if (unpack) unpack(staging);
-    } else {
-      *form.request = hand_over(
-          c.ireduce_raw(send, recv, red->elements(count), red->element_type(), red->op(), root),
-          comm, std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] {
+          c.reduce_raw(send, recv, red->elements(count), red->element_type(), red->op(), root);
+        },
+        [&] {
+          return c.ireduce_raw(send, recv, red->elements(count), red->element_type(), red->op(),
+                               root);
+        });
   });
 }
 
@@ -527,13 +526,10 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
         recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1], skip);
       };
     }
-    if (!form.nonblocking) {
-      c.gatherv_bytes(send, bytes, recv, b.bytes, b.displs, root);
-      if (unpack) unpack(staging);
-    } else {
-      *form.request = hand_over(c.igatherv_bytes(send, bytes, recv, b.bytes, b.displs, root), comm,
-                                std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.gatherv_bytes(send, bytes, recv, b.bytes, b.displs, root); },
+        [&] { return c.igatherv_bytes(send, bytes, recv, b.bytes, b.displs, root); });
   });
 }
 
@@ -567,13 +563,10 @@ int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MP
         recv_done(recvbuf, recvcount, *rt, s[1]);
       };
     }
-    if (!form.nonblocking) {
-      c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root);
-      if (unpack) unpack(staging);
-    } else {
-      *form.request = hand_over(c.iscatterv_bytes(send, b.bytes, b.displs, recv, bytes, root), comm,
-                                std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.scatterv_bytes(send, b.bytes, b.displs, recv, bytes, root); },
+        [&] { return c.iscatterv_bytes(send, b.bytes, b.displs, recv, bytes, root); });
   });
 }
 
@@ -607,13 +600,10 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                      b](const std::vector<Staging>& s) {
       recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1]);
     };
-    if (!form.nonblocking) {
-      c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs);
-      unpack(staging);
-    } else {
-      *form.request = hand_over(c.iallgatherv_bytes(send, bytes, recv, b.bytes, b.displs), comm,
-                                std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs); },
+        [&] { return c.iallgatherv_bytes(send, bytes, recv, b.bytes, b.displs); });
   });
 }
 
@@ -646,14 +636,10 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                      rb](const std::vector<Staging>& s) {
       recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, rb, s[1]);
     };
-    if (!form.nonblocking) {
-      c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs);
-      unpack(staging);
-    } else {
-      *form.request =
-          hand_over(c.ialltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs), comm,
-                    std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs); },
+        [&] { return c.ialltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs); });
   });
 }
 
@@ -674,14 +660,12 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
       red->finish(recvbuf, recvcount, s[1]);
     };
     const int elements = red->elements(recvcount);
-    if (!form.nonblocking) {
-      c.reduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op());
-      unpack(staging);
-    } else {
-      *form.request = hand_over(
-          c.ireduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op()), comm,
-          std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.reduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op()); },
+        [&] {
+          return c.ireduce_scatter_block_raw(send, recv, elements, red->element_type(), red->op());
+        });
   });
 }
 
@@ -706,14 +690,10 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
     Unpack unpack = [red, recvbuf, mine](const std::vector<Staging>& s) {
       red->finish(recvbuf, mine, s[1]);
     };
-    if (!form.nonblocking) {
-      c.reduce_scatter_raw(send, recv, counts, red->element_type(), red->op());
-      unpack(staging);
-    } else {
-      *form.request =
-          hand_over(c.ireduce_scatter_raw(send, recv, counts, red->element_type(), red->op()), comm,
-                    std::move(staging), std::move(unpack));
-    }
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.reduce_scatter_raw(send, recv, counts, red->element_type(), red->op()); },
+        [&] { return c.ireduce_scatter_raw(send, recv, counts, red->element_type(), red->op()); });
   });
 }
 
@@ -735,19 +715,20 @@ int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, M
       };
     }
     const int elements = red->elements(count);
-    if (!form.nonblocking) {
-      if (exclusive) {
-        c.exscan_raw(send, recv, elements, red->element_type(), red->op());
-      } else {
-        c.scan_raw(send, recv, elements, red->element_type(), red->op());
-      }
-      if (unpack) unpack(staging);
-    } else {
-      sempi::Request r = exclusive
-                             ? c.iexscan_raw(send, recv, elements, red->element_type(), red->op())
-                             : c.iscan_raw(send, recv, elements, red->element_type(), red->op());
-      *form.request = hand_over(std::move(r), comm, std::move(staging), std::move(unpack));
-    }
+    const auto t = red->element_type();
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] {
+          if (exclusive) {
+            c.exscan_raw(send, recv, elements, t, red->op());
+          } else {
+            c.scan_raw(send, recv, elements, t, red->op());
+          }
+        },
+        [&] {
+          return exclusive ? c.iexscan_raw(send, recv, elements, t, red->op())
+                           : c.iscan_raw(send, recv, elements, t, red->op());
+        });
   });
 }
 
