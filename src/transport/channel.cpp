@@ -399,8 +399,11 @@ long Channel::read_some(std::uint8_t* dst, std::size_t size) {
 }
 
 bool Channel::has_buffered_input() const {
-  // Records OpenSSL holds, or received bytes still in the socket BIO (see socket_bio.hpp).
-  return SSL_has_pending(ssl_.get()) == 1 || socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
+  // Decrypted bytes not yet read, or received bytes still in the socket BIO (socket_bio.hpp).
+  // Not SSL_has_pending(): it also counts the start of a record whose rest has not arrived,
+  // and a reader relying on it would spin instead of waiting when a peer stalls mid-record.
+  // Without OpenSSL's read-ahead nothing else can be buffered.
+  return SSL_pending(ssl_.get()) > 0 || socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
 }
 
 std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <future>
 
 #include "sempi/error.hpp"
@@ -277,6 +279,46 @@ std::error_code server_error_after(Attack&& attack, int& frames_delivered) {
   }
   frames_delivered = sink.frames;
   return ec;
+}
+
+// A peer that sends the first bytes of a TLS record and then nothing: the reader must wait
+// for the socket and honour its deadline, not spin on the partial record.
+TEST(HostileFrames, PeerStallingMidRecordTimesOut) {
+  TestJob job(4);
+  Server server(job);
+  const auto creds = job.issue(1);
+  RawClientOptions options{job.ca().certificate()};
+  options.cert = creds.cert;
+  options.key = creds.key.get();
+  RawTlsClient client(server.endpoint(), options);
+  ASSERT_TRUE(client.handshake());
+  transport::Hello hello;
+  hello.job = job.ca().job();
+  hello.rank = 1;
+  hello.world_size = job.world_size();
+  hello.policy_digest = job.digest();
+  ASSERT_TRUE(client.send_hello(hello));
+  std::vector<std::uint8_t> server_hello;
+  ASSERT_TRUE(client.read_frame(server_hello));
+  const auto accepted = server.error();  // waits for the server side to finish accepting
+  ASSERT_FALSE(accepted.code) << accepted.message();
+  Channel* channel = server.channel();
+  ASSERT_NE(channel, nullptr);
+  // An application-data record header announcing 200 bytes, then 20 of them, in clear.
+  const std::uint8_t partial[25] = {0x17, 0x03, 0x03, 0x00, 200};
+  ASSERT_EQ(::send(client.fd(), partial, sizeof partial, MSG_NOSIGNAL), 25);
+  auto reader = std::async(std::launch::async, [&] {
+    FrameHeader h;
+    std::vector<std::uint8_t> payload;
+    return channel->receive_frame(h, payload, deadline_in(std::chrono::seconds(2)));
+  });
+  if (reader.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ::shutdown(client.fd(), SHUT_RDWR);  // unblock the reader so the test can end
+    reader.wait();
+    FAIL() << "receive_frame did not honour its deadline with a partial record buffered";
+  }
+  EXPECT_EQ(reader.get(), errc::timeout);
+  EXPECT_FALSE(channel->has_buffered_input());
 }
 
 FrameHeader valid_header(std::uint64_t sequence) {
