@@ -139,9 +139,7 @@ std::shared_ptr<Schedule> build_allreduce(const std::shared_ptr<const detail::Co
       detail::coll::allreduce_recursive_doubling(*s, red, as_bytes(recv), count);
       break;
     case detail::coll::AllreduceAlgorithm::rabenseifner:
-      detail::coll::allreduce_rabenseifner(
-          *s, red, input_or_null(send),
-          as_bytes(recv), count);
+      detail::coll::allreduce_rabenseifner(*s, red, input_or_null(send), as_bytes(recv), count);
       break;
     case detail::coll::AllreduceAlgorithm::ring:
       detail::coll::allreduce_ring(*s, red, as_bytes(recv), count);
@@ -628,18 +626,26 @@ Request Communicator::ireduce_scatter_raw(const void* send, void* recv,
                      ->start());
 }
 
+namespace {
+
+// reduce_scatter_block is reduce_scatter with the same count for every rank.
+std::vector<int> equal_counts(int ranks, int count, const char* name) {
+  check_count(count, name);
+  return std::vector<int>(static_cast<std::size_t>(ranks), count);
+}
+
+}  // namespace
+
 void Communicator::reduce_scatter_block_raw(const void* send, void* recv, int recv_count,
                                             const ElementType& type, const Op& op) const {
-  check_count(recv_count, "reduce_scatter_block");
-  const std::vector<int> counts(static_cast<std::size_t>(size()), recv_count);
-  reduce_scatter_raw(send, recv, counts, type, op);
+  reduce_scatter_raw(send, recv, equal_counts(size(), recv_count, "reduce_scatter_block"), type,
+                     op);
 }
 
 Request Communicator::ireduce_scatter_block_raw(const void* send, void* recv, int recv_count,
                                                 const ElementType& type, const Op& op) const {
-  check_count(recv_count, "ireduce_scatter_block");
-  const std::vector<int> counts(static_cast<std::size_t>(size()), recv_count);
-  return ireduce_scatter_raw(send, recv, counts, type, op);
+  return ireduce_scatter_raw(send, recv, equal_counts(size(), recv_count, "ireduce_scatter_block"),
+                             type, op);
 }
 
 namespace {

@@ -294,6 +294,13 @@ namespace {
 // completes, unpacks what arrived into the user's layout.
 using Unpack = std::function<void(const std::vector<Staging>&)>;
 
+// The unpack step, only if results were staged: contiguous types land in place and need no
+// step (and no allocation for one).
+template <class F>
+Unpack if_staged(const Staging& received, F&& unpack) {
+  return received.data ? Unpack(std::forward<F>(unpack)) : Unpack{};
+}
+
 MPI_Request hand_over(sempi::Request r, MPI_Comm comm, std::vector<Staging> staging,
                       Unpack unpack) {
   auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
@@ -360,9 +367,9 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
         rt->pack(at(recvbuf, root * recvcount * rt->extent()), recvcount,
                  staging[1].data.get() + static_cast<std::size_t>(root) * bytes);
       }
-      unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+      unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {
         recv_done(recvbuf, total, *rt, s[1]);
-      };
+      });
     }
     run_or_start(
         form, comm, staging, std::move(unpack), [&] { c.gather_bytes(send, bytes, recv, root); },
@@ -395,9 +402,9 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
       const auto& rt = type_of(recvtype);
       recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
       bytes = bytes_of(recvcount, *rt);
-      unpack = [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
+      unpack = if_staged(staging[1], [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
         recv_done(recvbuf, recvcount, *rt, s[1]);
-      };
+      });
     }
     run_or_start(
         form, comm, staging, std::move(unpack), [&] { c.scatter_bytes(send, recv, bytes, root); },
@@ -422,9 +429,9 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
       send = send_view(sendbuf, sendcount, *type_of(sendtype), staging[0]);
     }
     void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
-    Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+    Unpack unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {
       recv_done(recvbuf, total, *rt, s[1]);
-    };
+    });
     run_or_start(
         form, comm, staging, std::move(unpack), [&] { c.allgather_bytes(send, bytes, recv); },
         [&] { return c.iallgather_bytes(send, bytes, recv); });
@@ -448,9 +455,9 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
                        staging[0]);
     }
     void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
-    Unpack unpack = [recvbuf, total, rt](const std::vector<Staging>& s) {
+    Unpack unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {
       recv_done(recvbuf, total, *rt, s[1]);
-    };
+    });
     run_or_start(
         form, comm, staging, std::move(unpack),
         [&] { c.alltoall_bytes(send, bytes_of(recvcount, *rt), recv); },
@@ -476,9 +483,9 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
         is_root ? red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE) : nullptr;
     Unpack unpack;
     if (is_root) {
-      unpack = [red, recvbuf, count](const std::vector<Staging>& s) {
+      unpack = if_staged(staging[1], [red, recvbuf, count](const std::vector<Staging>& s) {
         red->finish(recvbuf, count, s[1]);
-      };
+      });
     }
     run_or_start(
         form, comm, staging, std::move(unpack),
@@ -520,11 +527,12 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
       if (in_place) bytes = b.bytes[static_cast<std::size_t>(root)];
       recv = recv_blocks_view(recvbuf, *rt, b, staging[1]);
       const int n = c.size();
-      unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
-                where = std::vector<int>(displs, displs + n), n, rt, b,
-                skip = in_place ? root : -1](const std::vector<Staging>& s) {
-        recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1], skip);
-      };
+      unpack =
+          if_staged(staging[1], [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                                 where = std::vector<int>(displs, displs + n), n, rt, b,
+                                 skip = in_place ? root : -1](const std::vector<Staging>& s) {
+            recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1], skip);
+          });
     }
     run_or_start(
         form, comm, staging, std::move(unpack),
@@ -559,9 +567,9 @@ int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MP
       const auto& rt = type_of(recvtype);
       recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
       bytes = bytes_of(recvcount, *rt);
-      unpack = [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
+      unpack = if_staged(staging[1], [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
         recv_done(recvbuf, recvcount, *rt, s[1]);
-      };
+      });
     }
     run_or_start(
         form, comm, staging, std::move(unpack),
@@ -595,11 +603,12 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
       rt->pack(at(recvbuf, displs[me] * rt->extent()), recvcounts[me],
                staging[1].data.get() + b.displs[static_cast<std::size_t>(me)]);
     }
-    Unpack unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
-                     where = std::vector<int>(displs, displs + n), n, rt,
-                     b](const std::vector<Staging>& s) {
-      recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1]);
-    };
+    Unpack unpack =
+        if_staged(staging[1], [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                               where = std::vector<int>(displs, displs + n), n, rt,
+                               b](const std::vector<Staging>& s) {
+          recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, b, s[1]);
+        });
     run_or_start(
         form, comm, staging, std::move(unpack),
         [&] { c.allgatherv_bytes(send, bytes, recv, b.bytes, b.displs); },
@@ -631,11 +640,12 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
       send = staging[0].data.get();
     }
     void* recv = recv_blocks_view(recvbuf, *rt, rb, staging[1]);
-    Unpack unpack = [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
-                     where = std::vector<int>(rdispls, rdispls + n), n, rt,
-                     rb](const std::vector<Staging>& s) {
-      recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, rb, s[1]);
-    };
+    Unpack unpack =
+        if_staged(staging[1], [recvbuf, counts = std::vector<int>(recvcounts, recvcounts + n),
+                               where = std::vector<int>(rdispls, rdispls + n), n, rt,
+                               rb](const std::vector<Staging>& s) {
+          recv_blocks_done(recvbuf, counts.data(), where.data(), n, *rt, rb, s[1]);
+        });
     run_or_start(
         form, comm, staging, std::move(unpack),
         [&] { c.alltoallv_bytes(send, sb.bytes, sb.displs, recv, rb.bytes, rb.displs); },
@@ -656,9 +666,9 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
     const void* send = red->input(sendbuf, total, staging[0]);
     // In place, the whole input vector is in recvbuf and the result is its first block.
     void* recv = red->output(recvbuf, in_place ? total : recvcount, staging[1], in_place);
-    Unpack unpack = [red, recvbuf, recvcount](const std::vector<Staging>& s) {
+    Unpack unpack = if_staged(staging[1], [red, recvbuf, recvcount](const std::vector<Staging>& s) {
       red->finish(recvbuf, recvcount, s[1]);
-    };
+    });
     const int elements = red->elements(recvcount);
     run_or_start(
         form, comm, staging, std::move(unpack),
@@ -687,9 +697,9 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
     std::vector<Staging> staging(2);  // input, output
     const void* send = red->input(sendbuf, total, staging[0]);
     void* recv = red->output(recvbuf, in_place ? total : mine, staging[1], in_place);
-    Unpack unpack = [red, recvbuf, mine](const std::vector<Staging>& s) {
+    Unpack unpack = if_staged(staging[1], [red, recvbuf, mine](const std::vector<Staging>& s) {
       red->finish(recvbuf, mine, s[1]);
-    };
+    });
     run_or_start(
         form, comm, staging, std::move(unpack),
         [&] { c.reduce_scatter_raw(send, recv, counts, red->element_type(), red->op()); },
@@ -710,9 +720,9 @@ int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, M
     void* recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);
     Unpack unpack;
     if (!exclusive || c.rank() != 0) {  // exscan: rank 0's result is undefined
-      unpack = [red, recvbuf, count](const std::vector<Staging>& s) {
+      unpack = if_staged(staging[1], [red, recvbuf, count](const std::vector<Staging>& s) {
         red->finish(recvbuf, count, s[1]);
-      };
+      });
     }
     const int elements = red->elements(count);
     const auto t = red->element_type();
@@ -960,19 +970,18 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
     check_count(count);
     check_root(c, root);
     const auto& t = type_of(datatype);
-    Staging s;
+    std::vector<Staging> staging(1);
     const bool is_root = c.rank() == root;
-    void* view = is_root ? const_cast<void*>(send_view(buffer, count, *t, s))
-                         : recv_view(buffer, count, *t, s);
-    sempi::Request r = c.ibcast_bytes(view, bytes_of(count, *t), root);
-    auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
-    if (s.data) {
-      h->scratch.push_back(std::move(s));
-      if (!is_root) {
-        h->on_complete = [h, buffer, count, t] { recv_done(buffer, count, *t, h->scratch[0]); };
-      }
+    void* view = is_root ? const_cast<void*>(send_view(buffer, count, *t, staging[0]))
+                         : recv_view(buffer, count, *t, staging[0]);
+    Unpack unpack;
+    if (!is_root) {
+      unpack = if_staged(staging[0], [buffer, count, t](const std::vector<Staging>& s) {
+        recv_done(buffer, count, *t, s[0]);
+      });
     }
-    *request = h;
+    *request = hand_over(c.ibcast_bytes(view, bytes_of(count, *t), root), comm, std::move(staging),
+                         std::move(unpack));
   });
 }
 
@@ -982,17 +991,15 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
     const auto& c = comm_of(comm);
     check_count(count);
     auto red = std::make_shared<const Reduction>(datatype, op);
-    std::vector<Staging> scratch(2);
-    const void* send = red->input(sendbuf, count, scratch[0]);
-    void* recv = red->output(recvbuf, count, scratch[1], sendbuf == MPI_IN_PLACE);
-    sempi::Request r =
-        c.iallreduce_raw(send, recv, red->elements(count), red->element_type(), red->op());
-    auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
-    h->scratch = std::move(scratch);
-    if (h->scratch[1].data) {
-      h->on_complete = [h, red, recvbuf, count] { red->finish(recvbuf, count, h->scratch[1]); };
-    }
-    *request = h;
+    std::vector<Staging> staging(2);  // input, output
+    const void* send = red->input(sendbuf, count, staging[0]);
+    void* recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);
+    Unpack unpack = if_staged(staging[1], [red, recvbuf, count](const std::vector<Staging>& s) {
+      red->finish(recvbuf, count, s[1]);
+    });
+    *request = hand_over(
+        c.iallreduce_raw(send, recv, red->elements(count), red->element_type(), red->op()), comm,
+        std::move(staging), std::move(unpack));
   });
 }
 

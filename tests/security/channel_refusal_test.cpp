@@ -244,30 +244,46 @@ TEST(ChannelRefusal, CaCertificateAsRankIdentity) {
 
 // --- hostile frames after a valid handshake -------------------------------------------------
 
-// Completes a genuine handshake and HELLO as rank 1, then hands the raw TLS stream to `attack`,
-// and returns what the server's channel reports when it reads.
-template <class Attack>
-std::error_code server_error_after(Attack&& attack, int& frames_delivered) {
-  TestJob job(4);
-  Server server(job);
-  const auto creds = job.issue(1);
+RawClientOptions rank_options(const TestJob& job, const Credentials& creds) {
   RawClientOptions options{job.ca().certificate()};
   options.cert = creds.cert;
   options.key = creds.key.get();
-  RawTlsClient client(server.endpoint(), options);
-  EXPECT_TRUE(client.handshake());
-  transport::Hello hello;
-  hello.job = job.ca().job();
-  hello.rank = 1;
-  hello.world_size = job.world_size();
-  hello.policy_digest = job.digest();
-  EXPECT_TRUE(client.send_hello(hello));
-  std::vector<std::uint8_t> server_hello;
-  EXPECT_TRUE(client.read_frame(server_hello));
-  EXPECT_FALSE(server.error().code) << server.error().message();
-  Channel* channel = server.channel();
+  return options;
+}
+
+// A genuine rank 1 that completed the handshake and HELLO with the server (rank 0): the raw
+// TLS stream the hostile-frame tests attack from.
+struct EstablishedPeer {
+  TestJob job{4};
+  Server server{job};
+  Credentials creds = job.issue(1);
+  RawTlsClient client{server.endpoint(), rank_options(job, creds)};
+  ChannelError accepted;
+
+  EstablishedPeer() {
+    EXPECT_TRUE(client.handshake());
+    transport::Hello hello;
+    hello.job = job.ca().job();
+    hello.rank = 1;
+    hello.world_size = job.world_size();
+    hello.policy_digest = job.digest();
+    EXPECT_TRUE(client.send_hello(hello));
+    std::vector<std::uint8_t> server_hello;
+    EXPECT_TRUE(client.read_frame(server_hello));
+    accepted = server.error();  // waits for the server side to finish accepting
+    EXPECT_FALSE(accepted.code) << accepted.message();
+  }
+  Channel* channel() { return server.channel(); }
+};
+
+// Hands the established raw TLS stream to `attack`, and returns what the server's channel
+// reports when it reads.
+template <class Attack>
+std::error_code server_error_after(Attack&& attack, int& frames_delivered) {
+  EstablishedPeer peer;
+  Channel* channel = peer.channel();
   if (channel == nullptr) return errc::connection_failed;
-  attack(client);
+  attack(peer.client);
   RecordingSink sink;
   const auto deadline = long_deadline();
   std::error_code ec;
@@ -284,36 +300,19 @@ std::error_code server_error_after(Attack&& attack, int& frames_delivered) {
 // A peer that sends the first bytes of a TLS record and then nothing: the reader must wait
 // for the socket and honour its deadline, not spin on the partial record.
 TEST(HostileFrames, PeerStallingMidRecordTimesOut) {
-  TestJob job(4);
-  Server server(job);
-  const auto creds = job.issue(1);
-  RawClientOptions options{job.ca().certificate()};
-  options.cert = creds.cert;
-  options.key = creds.key.get();
-  RawTlsClient client(server.endpoint(), options);
-  ASSERT_TRUE(client.handshake());
-  transport::Hello hello;
-  hello.job = job.ca().job();
-  hello.rank = 1;
-  hello.world_size = job.world_size();
-  hello.policy_digest = job.digest();
-  ASSERT_TRUE(client.send_hello(hello));
-  std::vector<std::uint8_t> server_hello;
-  ASSERT_TRUE(client.read_frame(server_hello));
-  const auto accepted = server.error();  // waits for the server side to finish accepting
-  ASSERT_FALSE(accepted.code) << accepted.message();
-  Channel* channel = server.channel();
+  EstablishedPeer peer;
+  Channel* channel = peer.channel();
   ASSERT_NE(channel, nullptr);
   // An application-data record header announcing 200 bytes, then 20 of them, in clear.
   const std::uint8_t partial[25] = {0x17, 0x03, 0x03, 0x00, 200};
-  ASSERT_EQ(::send(client.fd(), partial, sizeof partial, MSG_NOSIGNAL), 25);
+  ASSERT_EQ(::send(peer.client.fd(), partial, sizeof partial, MSG_NOSIGNAL), 25);
   auto reader = std::async(std::launch::async, [&] {
     FrameHeader h;
     std::vector<std::uint8_t> payload;
     return channel->receive_frame(h, payload, deadline_in(std::chrono::seconds(2)));
   });
   if (reader.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
-    ::shutdown(client.fd(), SHUT_RDWR);  // unblock the reader so the test can end
+    ::shutdown(peer.client.fd(), SHUT_RDWR);  // unblock the reader so the test can end
     reader.wait();
     FAIL() << "receive_frame did not honour its deadline with a partial record buffered";
   }
