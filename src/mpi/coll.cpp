@@ -161,7 +161,7 @@ class Reduction {
       op_.check(et_, "reduction");
     } else {
       et_ = ElementType::opaque_of(static_cast<std::size_t>(type_->size));
-      op_ = Op::user(user_wrapper(o.fn, type_, datatype), o.commute, "MPI_Op_create");
+      op_ = Op::user(user_wrapper(o.fn, type_, retain_type(datatype)), o.commute, "MPI_Op_create");
     }
   }
 
@@ -207,11 +207,13 @@ class Reduction {
   }
 
  private:
+  // The function receives the datatype's handle, which it may query: the wrapper holds it, so
+  // a program may free the datatype while a nonblocking reduction is still pending.
   static Op::Function user_wrapper(MPI_User_function* fn, std::shared_ptr<const TypeMap> type,
-                                   MPI_Datatype handle) {
-    return [fn, type = std::move(type), handle](const void* in, void* inout, int count,
-                                                const ElementType&) {
-      MPI_Datatype dt = handle;
+                                   std::shared_ptr<sempi_mpi_datatype> handle) {
+    return [fn, type = std::move(type), handle = std::move(handle)](
+               const void* in, void* inout, int count, const ElementType&) {
+      MPI_Datatype dt = handle.get();
       int len = count;
       if (type->contiguous()) {
         // Element 0's data starts at its true lower bound in the user's layout.

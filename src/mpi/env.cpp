@@ -389,6 +389,20 @@ const std::shared_ptr<const TypeMap>& type_of(MPI_Datatype type, bool for_commun
   return type->map;
 }
 
+std::shared_ptr<sempi_mpi_datatype> retain_type(MPI_Datatype type) {
+  type_of(type, false);
+  if (type->predefined) return {type, [](sempi_mpi_datatype*) {}};  // never freed
+  type->references.fetch_add(1, std::memory_order_relaxed);
+  return {type, release_type};
+}
+
+void release_type(MPI_Datatype type) {
+  if (type->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    type->magic = 0;
+    delete type;
+  }
+}
+
 sempi_mpi_group& group_of(MPI_Group group) {
   if (group == MPI_GROUP_NULL) fail(MPI_ERR_GROUP, "the group is MPI_GROUP_NULL");
   if (group->magic != kGroupMagic) fail(MPI_ERR_GROUP, "not a valid group handle");

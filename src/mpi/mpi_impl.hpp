@@ -70,6 +70,10 @@ struct sempi_mpi_datatype {
   std::shared_ptr<const sempi::mpi::TypeMap> map;
   bool predefined = false;
   std::atomic<bool> committed{false};
+  // The user's handle plus every pending operation that will pass the handle to user code (a
+  // user-defined MPI_Op). MPI_Type_free drops the user's; the last one deletes the handle.
+  std::atomic<int> references{1};
+  std::atomic<bool> freed_by_user{false};
   std::mutex name_mu;
   std::string name;
 };
@@ -159,6 +163,11 @@ const Communicator& comm_of(MPI_Comm comm);
 sempi_mpi_comm& comm_handle(MPI_Comm comm);
 /// The type's layout; must be committed (or predefined) if `for_communication`.
 const std::shared_ptr<const TypeMap>& type_of(MPI_Datatype type, bool for_communication = true);
+/// Keeps a valid datatype handle usable until the returned holder is gone, even if the program
+/// frees it meanwhile (MPI: communication already using a freed datatype completes normally).
+std::shared_ptr<sempi_mpi_datatype> retain_type(MPI_Datatype type);
+/// Drops one reference; the last one deletes the handle.
+void release_type(MPI_Datatype type);
 sempi_mpi_group& group_of(MPI_Group group);
 sempi_mpi_op& op_of(MPI_Op op);
 sempi_mpi_info& info_of(MPI_Info info);

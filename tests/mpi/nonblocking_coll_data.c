@@ -24,6 +24,19 @@ static void compose(void* in, void* inout, int* len, MPI_Datatype* type) {
   }
 }
 
+/* Elementwise sum of longs that asks its datatype for the element count: the handle must stay
+ * usable inside the function after the program has freed the datatype. */
+static int queried_size = -1;
+static void sum_by_type_size(void* in, void* inout, int* len, MPI_Datatype* type) {
+  int bytes = 0;
+  if (MPI_Type_size(*type, &bytes) != MPI_SUCCESS) bytes = 0;
+  queried_size = bytes;
+  const int per_item = bytes / (int)sizeof(long);
+  long* x = (long*)in;
+  long* y = (long*)inout;
+  for (int k = 0; k < *len * per_item; ++k) y[k] += x[k];
+}
+
 int main(int argc, char** argv) {
   CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
@@ -151,6 +164,30 @@ int main(int argc, char** argv) {
   }
   CHECK_MPI(MPI_Op_free(&compose_op));
   CHECK_MPI(MPI_Type_free(&affine));
+
+  /* The datatype is freed while a reduction with a user operation is pending, before any peer
+   * has contributed (each rank starts only after its left neighbour has freed): the operation
+   * completes normally and its function can still query the handle. */
+  MPI_Datatype triple;
+  CHECK_MPI(MPI_Type_contiguous(3, MPI_LONG, &triple));
+  CHECK_MPI(MPI_Type_commit(&triple));
+  MPI_Op sum_op;
+  CHECK_MPI(MPI_Op_create(sum_by_type_size, 1, &sum_op));
+  long items[6] = {rank, 1, 2L * rank, rank + 10L, 5, -rank};
+  long totals[6] = {0};
+  int go = 0;
+  if (rank > 0) CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, rank - 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  CHECK_MPI(MPI_Iallreduce(items, totals, 2, triple, sum_op, MPI_COMM_WORLD, &reqs[0]));
+  CHECK_MPI(MPI_Type_free(&triple));
+  CHECK(triple == MPI_DATATYPE_NULL);
+  if (rank + 1 < size) CHECK_MPI(MPI_Send(&go, 1, MPI_INT, rank + 1, 77, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+  const long ranks_sum = (long)size * (size - 1) / 2;
+  CHECK(totals[0] == ranks_sum && totals[1] == size && totals[2] == 2 * ranks_sum);
+  CHECK(totals[3] == ranks_sum + 10L * size && totals[4] == 5L * size && totals[5] == -ranks_sum);
+  /* Not every rank combines (the algorithm decides), but every call saw the right size. */
+  CHECK(queried_size == -1 || queried_size == 3 * (int)sizeof(long));
+  CHECK_MPI(MPI_Op_free(&sum_op));
 
   /* Bad arguments are reported, not crashed on. */
   CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
