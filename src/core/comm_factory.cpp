@@ -11,7 +11,7 @@
 namespace sempi::detail {
 namespace {
 
-using Entry = std::array<std::int64_t, 3>;  // color, key, next free context
+using Entry = std::array<std::int64_t, 3>;  // color, key, and (from the root) the new context
 
 void check(Engine& engine, const std::shared_ptr<RequestState>& request) {
   engine.wait(*request);
@@ -20,10 +20,11 @@ void check(Engine& engine, const std::shared_ptr<RequestState>& request) {
   }
 }
 
-// Gather to rank 0, then rank 0 sends the whole table to everyone. Linear, but communicator
-// creation is rare and the table is tiny.
+// Gather to rank 0, which allocates the new context from its own share of the id space
+// (Engine::allocate_context) and sends the whole table to everyone. Linear, but communicator
+// creation is rare and the table is tiny. `tag` keeps concurrent creations apart.
 std::vector<Entry> allgather_entries(Engine& engine, const std::shared_ptr<const CommState>& comm,
-                                     const Entry& mine) {
+                                     const Entry& mine, int tag) {
   const int size = comm->size();
   std::vector<Entry> table(static_cast<std::size_t>(size));
   const std::size_t table_bytes = table.size() * sizeof(Entry);
@@ -31,19 +32,18 @@ std::vector<Entry> allgather_entries(Engine& engine, const std::shared_ptr<const
     table[0] = mine;
     for (int r = 1; r < size; ++r) {
       check(engine, engine.irecv(comm, true, &table[static_cast<std::size_t>(r)], sizeof(Entry), r,
-                                 internal_tag::kCommCreate));
+                                 tag));
     }
+    table[0][2] = engine.allocate_context();
     std::vector<std::shared_ptr<RequestState>> sends;
     for (int r = 1; r < size; ++r) {
-      sends.push_back(engine.isend(*comm, OpKind::comm_create, table.data(), table_bytes, r,
-                                   internal_tag::kCommCreate, false));
+      sends.push_back(
+          engine.isend(*comm, OpKind::comm_create, table.data(), table_bytes, r, tag, false));
     }
     for (auto& s : sends) check(engine, s);
   } else {
-    check(engine, engine.isend(*comm, OpKind::comm_create, &mine, sizeof(Entry), 0, internal_tag::kCommCreate,
-                               false));
-    check(engine, engine.irecv(comm, true, table.data(), table_bytes, 0,
-                               internal_tag::kCommCreate));
+    check(engine, engine.isend(*comm, OpKind::comm_create, &mine, sizeof(Entry), 0, tag, false));
+    check(engine, engine.irecv(comm, true, table.data(), table_bytes, 0, tag));
   }
   return table;
 }
@@ -68,7 +68,7 @@ void refuse(Engine& engine, const std::string& name, const policy::Decision& dec
 std::shared_ptr<const CommState> split_communicator(Engine& engine,
                                                     const std::shared_ptr<const CommState>& parent,
                                                     int color, int key,
-                                                    const std::string& name) {
+                                                    const std::string& name, int exchange_tag) {
   const policy::Policy* rules = engine.policy();
   if (rules != nullptr) {
     // The agreement itself is traffic on the parent: refuse up front rather than leave some
@@ -76,13 +76,13 @@ std::shared_ptr<const CommState> split_communicator(Engine& engine,
     const auto decision = rules->check_comm_create(parent->name(), parent->world_ranks);
     if (!decision.allowed) refuse(engine, name, decision);
   }
-  const Entry mine{color, key, static_cast<std::int64_t>(engine.next_context())};
-  const auto table = allgather_entries(engine, parent, mine);
-
-  std::int64_t context = 0;
-  for (const auto& e : table) context = std::max(context, e[2]);
-  context += context % 2;  // p2p contexts are even; collective traffic uses context + 1
-  engine.reserve_contexts_below(static_cast<std::uint32_t>(context + 2));
+  const auto table = allgather_entries(engine, parent, Entry{color, key, 0}, exchange_tag);
+  // Even: p2p traffic; collective traffic uses context + 1. Groups of different colors share
+  // it, as no rank is in two of them.
+  const std::int64_t context = table[0][2];
+  if (context <= 0 || context % 2 != 0 || context > std::int64_t{UINT32_MAX} - 1) {
+    throw Error(ErrorClass::intern, "communicator creation: invalid context id from the root");
+  }
 
   struct Member {
     std::int64_t key;

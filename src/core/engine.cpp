@@ -809,24 +809,29 @@ void Engine::request_abort(int code, const std::string& reason) {
       bootstrap_fd_, {{"type", "abort"}, {"code", code}, {"reason", reason}}, deadline);
 }
 
-void Engine::reserve_contexts_below(std::uint32_t limit) noexcept {
-  std::uint32_t current = next_context_.load();
-  while (current < limit && !next_context_.compare_exchange_weak(current, limit)) {
+std::uint32_t Engine::allocate_context() {
+  constexpr std::uint64_t kFirstIndex = 2;  // 0: world, 1: self
+  constexpr std::uint64_t kIndexLimit = std::uint64_t{1} << 31;  // 2 * index + 1 fits 32 bits
+  const std::uint64_t n = contexts_allocated_.fetch_add(1);
+  const std::uint64_t index = kFirstIndex + n * static_cast<std::uint64_t>(config_.world_size) +
+                              static_cast<std::uint64_t>(config_.world_rank);
+  if (index >= kIndexLimit) {
+    throw Error(ErrorClass::intern, "communicator context ids exhausted on this rank after " +
+                                        std::to_string(n) + " communicators");
   }
+  return static_cast<std::uint32_t>(2 * index);
 }
 
 // --- policy and audit ----------------------------------------------------------------------
 
 const Engine::CommEntry* Engine::find_entry(std::uint32_t context) const noexcept {
-  const std::size_t index = context >> 1;  // p2p context 2k and collective context 2k + 1
-  if (index >= comms_.size() || !comms_[index].decisions) return nullptr;
-  return &comms_[index];
+  const auto it = comms_.find(context >> 1);  // p2p context 2k and collective context 2k + 1
+  if (it == comms_.end() || !it->second.decisions) return nullptr;
+  return &it->second;
 }
 
 Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::string& name) {
-  const std::size_t index = comm.context >> 1;
-  if (index >= comms_.size()) comms_.resize(index + 1);
-  CommEntry& entry = comms_[index];
+  CommEntry& entry = comms_[comm.context >> 1];
   entry.name = name;
   entry.members = comm.world_ranks;
   entry.freed = false;
@@ -836,11 +841,10 @@ Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::strin
 }
 
 Engine::CommEntry& Engine::entry_for(const CommState& comm) {
-  const std::size_t index = comm.context >> 1;
   // One name copy per operation (no allocation for short names): a rename must take effect.
   std::string name = comm.name();
-  if (index < comms_.size() && comms_[index].decisions) {
-    CommEntry& entry = comms_[index];
+  if (const auto it = comms_.find(comm.context >> 1); it != comms_.end() && it->second.decisions) {
+    CommEntry& entry = it->second;
     if (entry.name == name) return entry;
     if (audit::AuditLog* log = audit()) {
       log->event("comm.rename", true, {},
@@ -891,11 +895,12 @@ void Engine::drain_freed() {
     freed_->any = false;
   }
   for (const std::uint32_t context : freed) {
-    const std::size_t index = context >> 1;
-    if (index >= comms_.size() || !comms_[index].decisions || comms_[index].freed) continue;
-    comms_[index].freed = true;
+    const auto it = comms_.find(context >> 1);
+    if (it == comms_.end() || !it->second.decisions || it->second.freed) continue;
+    CommEntry& entry = it->second;
+    entry.freed = true;
     if (audit::AuditLog* log = audit()) {
-      log->event("comm.free", true, {}, {{"comm", comms_[index].name}, {"context", context}});
+      log->event("comm.free", true, {}, {{"comm", entry.name}, {"context", context}});
     }
   }
 }

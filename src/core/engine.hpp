@@ -23,7 +23,7 @@
 //
 // Policy (src/policy) and audit (src/audit) hooks
 //  * Every communicator is registered (register_comm) with its rules precompiled for this rank
-//    (policy::CommDecisions, in comms_, indexed by context / 2). The hot-path check is a table
+//    (policy::CommDecisions, in comms_, keyed by context / 2). The hot-path check is a hash
 //    lookup: no JSON, no string compare, no allocation.
 //  * Sender (isend): checks first, for an early, clear ErrorClass::policy error.
 //  * Receiver (Peer::payload_buffer / on_frame): authoritative. Every EAGER and RTS header is
@@ -133,9 +133,12 @@ class Engine {
   /// Job abort requested by this rank (MPI_Abort): tells the launcher.
   void request_abort(int code, const std::string& reason);
 
-  /// Next free context id (for communicator creation; agreed via allreduce-max by the caller).
-  std::uint32_t next_context() const noexcept { return next_context_.load(); }
-  void reserve_contexts_below(std::uint32_t limit) noexcept;
+  /// A context id for a new communicator, chosen by this rank alone and never chosen by any
+  /// other rank or call: rank r allocates from its own share of the id space (ids 2k with
+  /// k = 2 + n * world_size + r for its n-th allocation; 0..3 are world and self). So
+  /// communicators created concurrently in several threads never share an id, without any
+  /// agreement round. Throws sempi::Error when this rank's share is used up.
+  std::uint32_t allocate_context();
 
   /// Non-empty if the job was aborted; operations then fail with this reason.
   [[nodiscard]] std::string abort_reason() const;
@@ -302,8 +305,8 @@ class Engine {
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
-  std::atomic<std::uint32_t> next_context_{4};
-  std::vector<CommEntry> comms_;
+  std::atomic<std::uint32_t> contexts_allocated_{0};
+  std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references
   std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();
   std::uint64_t next_self_msg_ = 1;  // message ids of sends to self (audit)
   policy::Verdict last_denial_ = policy::Verdict::allow;  // reason sent with the next DENY

@@ -6,4 +6,9 @@ namespace sempi::detail::internal_tag {
 
 inline constexpr int kCommCreate = 1;  // dup/split: gather and spread (color, key, context)
 
+/// MPI_Comm_create_group's exchange, for the user's `tag` (0..TAG_UB). Kept below the
+/// collective tags (bit 30, coll/schedule.hpp), so user tags that differ by a multiple of
+/// 2^30 - 2 share one internal tag: only such pairs of concurrent calls could cross.
+constexpr int comm_create_group(int tag) { return 2 + tag % ((1 << 30) - 2); }
+
 }  // namespace sempi::detail::internal_tag

@@ -3,12 +3,13 @@
 #include "mpi/bridge.hpp"
 
 #include "core/comm_factory.hpp"
+#include "core/internal_tags.hpp"
 #include "core/runtime.hpp"
 
 namespace sempi::mpi_bridge {
 
 Communicator create_from_members(const Communicator& parent, const std::vector<int>& members,
-                                 const std::string& name) {
+                                 const std::string& name, int tag) {
   if (parent.is_null()) throw Error(ErrorClass::comm, "create_from_members: null communicator");
   const auto& state = parent.state();
   std::vector<int> world_ranks;
@@ -26,7 +27,8 @@ Communicator create_from_members(const Communicator& parent, const std::vector<i
   auto members_view =
       std::make_shared<const detail::CommState>(state->context, world_ranks, me, state->name());
   auto created = detail::split_communicator(detail::Runtime::get().engine(), members_view, 0,
-                                            members_view->rank, name);
+                                            members_view->rank, name,
+                                            detail::internal_tag::comm_create_group(tag));
   return Communicator(std::const_pointer_cast<detail::CommState>(created));
 }
 

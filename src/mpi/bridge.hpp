@@ -11,10 +11,11 @@
 namespace sempi::mpi_bridge {
 
 /// A communicator of `parent`'s ranks `members` (in that order), created by a call from
-/// exactly those ranks; the others are not involved. The new context is agreed among the
-/// members only, over the parent's collective context. Throws sempi::Error.
+/// exactly those ranks; the others are not involved. The members agree among themselves, over
+/// the parent's collective context, on messages tagged after `tag` (MPI_Comm_create_group's),
+/// so calls with different tags may run concurrently. Throws sempi::Error.
 [[gnu::visibility("default")]] Communicator create_from_members(const Communicator& parent,
                                                                 const std::vector<int>& members,
-                                                                const std::string& name);
+                                                                const std::string& name, int tag);
 
 }  // namespace sempi::mpi_bridge

@@ -203,7 +203,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* new
       return;
     }
     *newcomm = new_comm_handle(
-        sempi::mpi_bridge::create_from_members(h.comm, parent_ranks, h.comm.name() + ".group"),
+        sempi::mpi_bridge::create_from_members(h.comm, parent_ranks, h.comm.name() + ".group", tag),
         h.errhandler.load());
   });
 }
