@@ -841,17 +841,30 @@ Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::strin
 }
 
 Engine::CommEntry& Engine::entry_for(const CommState& comm) {
-  // One name copy per operation (no allocation for short names): a rename must take effect.
-  std::string name = comm.name();
+  // Registered at creation and recompiled by rename_comm; compiled here only for a
+  // communicator the engine has not seen (one that was created before the policy was loaded).
   if (const auto it = comms_.find(comm.context >> 1); it != comms_.end() && it->second.decisions) {
-    CommEntry& entry = it->second;
-    if (entry.name == name) return entry;
-    if (audit::AuditLog* log = audit()) {
-      log->event("comm.rename", true, {},
-                 {{"comm", name}, {"previous", entry.name}, {"context", comm.context}});
-    }
+    return it->second;
   }
-  return compile_entry(comm, name);
+  return compile_entry(comm, comm.name());
+}
+
+void Engine::rename_comm(const CommState& comm) {
+  std::lock_guard lock(mu_);
+  if (policy() == nullptr) return;
+  // The name read under the lock: of two concurrent renames, the last one stored wins here too.
+  std::string name = comm.name();
+  const auto it = comms_.find(comm.context >> 1);
+  if (it == comms_.end() || !it->second.decisions) {
+    compile_entry(comm, name);
+    return;
+  }
+  if (it->second.name == name) return;
+  if (audit::AuditLog* log = audit()) {
+    log->event("comm.rename", true, {},
+               {{"comm", name}, {"previous", it->second.name}, {"context", comm.context}});
+  }
+  compile_entry(comm, name);
 }
 
 void Engine::register_comm(const CommState& comm) {

@@ -149,6 +149,9 @@ class Engine {
   /// Registers a communicator (created here, or predefined) for policy decisions and decides
   /// the messages that arrived for it before it existed. Audits "comm.create".
   void register_comm(const CommState& comm);
+  /// Recompiles a registered communicator's rules for its current name (after set_name).
+  /// Audits "comm.rename".
+  void rename_comm(const CommState& comm);
   /// Where a communicator's deleter reports that its last handle is gone (any thread; the
   /// engine may already be destroyed, hence the weak handle). Audited as "comm.free".
   struct FreedContexts {

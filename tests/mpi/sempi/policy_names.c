@@ -1,7 +1,8 @@
 /* sempi-specific: the name a program gives a communicator with MPI_Comm_set_name is the name
  * the job's policy judges it by. Run with policy_names.json: on a communicator named "secret"
  * only tag 1 is allowed, so the same send that works under its default name is refused once
- * the program renames it (SEMPI_ERR_POLICY, reported through MPI_ERRORS_RETURN). */
+ * the program renames it (SEMPI_ERR_POLICY, reported through MPI_ERRORS_RETURN), and the
+ * receiver applies the new name's rules from the moment it renames. */
 #include <string.h>
 
 #include "../mpitest.h"
@@ -42,6 +43,19 @@ int main(int argc, char** argv) {
   CHECK(in == left);
 
   CHECK_MPI(MPI_Comm_free(&comm));
+
+  /* A rename binds the receiver at once, not at its next operation on the communicator: rank 1
+   * renames a fresh duplicate and does nothing more on it. Rank 0 keeps the default name, so
+   * its own check lets the send go, and rank 1's engine refuses it under the new name. */
+  MPI_Comm quiet;
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &quiet));
+  if (rank == 1) CHECK_MPI(MPI_Comm_set_name(quiet, "secret"));
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0 && size > 1) {
+    CHECK(error_class_of(MPI_Ssend(&out, 1, MPI_INT, 1, 2, quiet)) == SEMPI_ERR_POLICY);
+  }
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Comm_free(&quiet));
   CHECK_MPI(MPI_Finalize());
   return 0;
 }
