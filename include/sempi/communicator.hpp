@@ -467,7 +467,8 @@ class Communicator {
   [[nodiscard]] Communicator split(int color, int key) const;
 
   /// The communicator's name ("world", "self", "world.dup", ...). Policies refer to
-  /// communicators by name; set_name changes the name this rank uses (MPI_Comm_set_name).
+  /// communicators by name; set_name changes the name this rank uses (MPI_Comm_set_name), and
+  /// this rank judges every message that arrives afterwards by the new name's rules.
   [[nodiscard]] std::string name() const;
   void set_name(const std::string& name) const;
 
