@@ -234,6 +234,11 @@ void AuditLog::render_pending(std::size_t max) {
   render_queued(max);
 }
 
+void AuditLog::try_render_pending(std::size_t max) {
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (lock.owns_lock()) render_queued(max);
+}
+
 void AuditLog::render_queued(std::size_t max) {
   std::size_t done = 0;
   while (done < max) {

@@ -18,9 +18,10 @@
 // Message records are captured, then rendered: message() only copies the record's fields and a
 // timestamp into a queue (no JSON, no hashing: it runs on the message path, under the engine's
 // lock). render_pending() formats queued records, chains them and buffers them; the engine
-// calls it while a rank waits with nothing else to do, and flush_if_due() renders whatever is
-// left. Other records (event()) are rare and rendered at once, after everything queued, so the
-// file keeps the order of the calls. Timestamps are taken at capture.
+// calls try_render_pending() while a rank waits with nothing else to do (skipping a round when
+// the background thread holds the log), and flush_if_due() renders whatever is left. Other
+// records (event()) are rare and rendered at once, after everything queued, so the file keeps
+// the order of the calls. Timestamps are taken at capture.
 //
 // Durability trade-off: rendered records are appended to an in-memory buffer, written when it
 // holds flush_bytes, when the oldest buffered record is older than max_age (checked on every
@@ -125,6 +126,9 @@ class AuditLog {
   }
   /// Renders up to `max` captured records, oldest first.
   void render_pending(std::size_t max = SIZE_MAX);
+  /// As render_pending(), but returns at once if another thread is rendering or writing: an
+  /// idle rank must not sit behind the background thread's write when its message arrives.
+  void try_render_pending(std::size_t max);
 
   /// Renders everything captured and writes the buffer.
   void flush();

@@ -642,7 +642,7 @@ void Engine::read_peer(Peer& peer) {
 
 void Engine::render_audit_while_idle(std::size_t max_records) {
   audit::AuditLog* log = audit();
-  if (log != nullptr && log->has_pending()) log->render_pending(max_records);
+  if (log != nullptr && log->has_pending()) log->try_render_pending(max_records);
 }
 
 void Engine::service_peer(Peer& peer, bool readable) {
