@@ -7,11 +7,9 @@
 enum { K = 3 };
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
   int* all = malloc(sizeof(int) * (size_t)(size * size * K + 16));

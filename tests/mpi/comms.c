@@ -5,11 +5,9 @@
 #include "mpitest.h"
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   int result = -1;
   int flag = -1;
 

@@ -21,12 +21,10 @@
   } while (0)
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
-  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   int buf[4] = {1, 2, 3, 4};
 
   /* Point-to-point arguments. */

@@ -34,4 +34,11 @@ static inline int error_class_of(int code) {
   return cls;
 }
 
+/* MPI_Init, then this process's rank and the job's size in MPI_COMM_WORLD. */
+static inline void init_world(int* argc, char*** argv, int* rank, int* size) {
+  CHECK_MPI(MPI_Init(argc, argv));
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, rank));
+  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, size));
+}
+
 #endif

@@ -38,11 +38,9 @@ static void sum_by_type_size(void* in, void* inout, int* len, MPI_Datatype* type
 }
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   const int root = size - 1;
 
   int* mine = malloc(sizeof(int) * N);
@@ -176,7 +174,9 @@ int main(int argc, char** argv) {
   long items[6] = {rank, 1, 2L * rank, rank + 10L, 5, -rank};
   long totals[6] = {0};
   int go = 0;
-  if (rank > 0) CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, rank - 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  if (rank > 0) {
+    CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, rank - 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
   CHECK_MPI(MPI_Iallreduce(items, totals, 2, triple, sum_op, MPI_COMM_WORLD, &reqs[0]));
   CHECK_MPI(MPI_Type_free(&triple));
   CHECK(triple == MPI_DATATYPE_NULL);

@@ -11,11 +11,9 @@ enum { MAXP = 16 };
 static int item(int rank, int i) { return rank * 1000 + i; }
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   CHECK(size <= MAXP);
   const int root = size / 2;
 

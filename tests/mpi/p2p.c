@@ -7,11 +7,9 @@
 enum { kBig = 300000 };
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   const int right = (rank + 1) % size;
   const int left = (rank + size - 1) % size;
   MPI_Status status;

@@ -62,11 +62,9 @@ static mat2 product(int from, int to) {  /* step(from) * ... * step(to) */
 }
 
 int main(int argc, char** argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
   int rank = 0;
   int size = 0;
-  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  init_world(&argc, &argv, &rank, &size);
   const int ranksum = size * (size - 1) / 2;
 
   /* Allreduce over several types and operations. */
