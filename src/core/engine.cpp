@@ -840,12 +840,10 @@ Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::strin
   return entry;
 }
 
-Engine::CommEntry& Engine::entry_for(const CommState& comm) {
-  // Registered at creation and recompiled by rename_comm; compiled here only for a
-  // communicator the engine has not seen (one that was created before the policy was loaded).
-  if (const auto it = comms_.find(comm.context >> 1); it != comms_.end() && it->second.decisions) {
-    return it->second;
-  }
+const Engine::CommEntry& Engine::entry_for(const CommState& comm) {
+  // Every communicator is registered at creation and recompiled by rename_comm: compiling here
+  // is only a fallback, so that no operation ever runs without rules.
+  if (const CommEntry* entry = find_entry(comm.context)) return *entry;
   return compile_entry(comm, comm.name());
 }
 
@@ -854,15 +852,11 @@ void Engine::rename_comm(const CommState& comm) {
   if (policy() == nullptr) return;
   // The name read under the lock: of two concurrent renames, the last one stored wins here too.
   std::string name = comm.name();
-  const auto it = comms_.find(comm.context >> 1);
-  if (it == comms_.end() || !it->second.decisions) {
-    compile_entry(comm, name);
-    return;
-  }
-  if (it->second.name == name) return;
-  if (audit::AuditLog* log = audit()) {
+  const CommEntry* entry = find_entry(comm.context);
+  if (entry != nullptr && entry->name == name) return;
+  if (audit::AuditLog* log = audit(); log != nullptr && entry != nullptr) {
     log->event("comm.rename", true, {},
-               {{"comm", name}, {"previous", it->second.name}, {"context", comm.context}});
+               {{"comm", name}, {"previous", entry->name}, {"context", comm.context}});
   }
   compile_entry(comm, name);
 }

@@ -268,7 +268,7 @@ class Engine {
   void account_unexpected(Peer& peer, std::int64_t delta);
   void handle_bootstrap_message(const nlohmann::json& message);
   // Policy and audit (mu_ held).
-  CommEntry& entry_for(const CommState& comm);  // registers lazily, recompiles on rename
+  const CommEntry& entry_for(const CommState& comm);  // the rules, compiled if missing
   const CommEntry* find_entry(std::uint32_t context) const noexcept;
   CommEntry& compile_entry(const CommState& comm, const std::string& name);
   Admit admit(Peer& peer, const transport::FrameHeader& header);
