@@ -79,26 +79,23 @@ std::vector<Step> halve(Schedule& s, const Reduction& red, const Fold& f, const 
       st = {st.partner, lo, mid, mid, hi};
     }
     const int keep = span(st.keep_lo, st.keep_hi);
-    const std::size_t give_bytes = red.bytes(span(st.give_lo, st.give_hi));
+    // With `input`, this rank's data is read where it is, and the partner's half lands in
+    // `acc` directly, to have this rank's half folded into it.
+    const auto mine = [&](int chunk) {
+      return input != nullptr ? input + (at(chunk) - acc) : at(chunk);
+    };
+    s.recv(input != nullptr ? at(st.keep_lo) : tmp, red.bytes(keep), st.partner, k);
+    s.send(mine(st.give_lo), red.bytes(span(st.give_lo, st.give_hi)), st.partner, k);
+    s.sync();
     if (input != nullptr) {
-      // The partner's half lands in `acc` directly and this rank's half is folded into it.
-      const auto in_at = [&](int chunk) { return input + (at(chunk) - acc); };
-      s.recv(at(st.keep_lo), red.bytes(keep), st.partner, k);
-      s.send(in_at(st.give_lo), give_bytes, st.partner, k);
-      s.sync();
-      combine(s, red, in_at(st.keep_lo), at(st.keep_lo), keep);
+      combine(s, red, mine(st.keep_lo), at(st.keep_lo), keep);
       input = nullptr;
+    } else if (newdst < f.newrank || red.op.commutative()) {
+      // Commutative: order is irrelevant to the value, and each chunk is computed only once.
+      combine(s, red, tmp, at(st.keep_lo), keep);
     } else {
-      s.recv(tmp, red.bytes(keep), st.partner, k);
-      s.send(at(st.give_lo), give_bytes, st.partner, k);
-      s.sync();
-      if (newdst < f.newrank || red.op.commutative()) {
-        // Commutative: order is irrelevant to the value, and each chunk is computed only once.
-        combine(s, red, tmp, at(st.keep_lo), keep);
-      } else {
-        combine(s, red, at(st.keep_lo), tmp, keep);
-        s.copy(at(st.keep_lo), tmp, red.bytes(keep));
-      }
+      combine(s, red, at(st.keep_lo), tmp, keep);
+      s.copy(at(st.keep_lo), tmp, red.bytes(keep));
     }
     steps.push_back(st);
     lo = st.keep_lo;
