@@ -191,7 +191,9 @@ int MPI_Type_free(MPI_Datatype* datatype) {
     type_of(*datatype, false);
     if ((*datatype)->predefined) fail(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
     // A copy of a handle freed once is still alive while an operation holds it.
-    if ((*datatype)->freed_by_user.exchange(true)) fail(MPI_ERR_TYPE, "the datatype was already freed");
+    if ((*datatype)->freed_by_user.exchange(true)) {
+      fail(MPI_ERR_TYPE, "the datatype was already freed");
+    }
     // Pending operations hold their own reference to the layout, and those that hand the
     // handle to a user function hold one to the handle (retain_type).
     release_type(*datatype);

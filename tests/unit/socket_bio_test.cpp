@@ -1,6 +1,7 @@
 // The buffered socket BIO under OpenSSL: records are gathered and sent together, a flush hands
 // everything to the kernel, a full socket turns into retries (never a loss), and a dead peer
-// into an error; reads take what the socket holds at once and hand it out piecewise. A non-blocking socketpair stands in for the TCP socket.
+// into an error; reads take what the socket holds at once and hand it out piecewise. A
+// non-blocking socketpair stands in for the TCP socket.
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
