@@ -52,14 +52,22 @@ LogFile read_log(const fs::path& path, const std::string& name) {
   return file;
 }
 
+bool looks_like_rank_log(const std::string& name) {
+  return name.starts_with("rank-") && name.ends_with(".jsonl");
+}
+
+// Only the exact name a rank writes counts: "rank-01.jsonl" must not stand in for
+// "rank-1.jsonl", or a copy could replace the genuine log in what is verified.
 std::optional<int> rank_of_file_name(const std::string& name) {
-  if (!name.starts_with("rank-") || !name.ends_with(".jsonl")) return std::nullopt;
+  if (!looks_like_rank_log(name)) return std::nullopt;
   const std::string digits = name.substr(5, name.size() - 5 - 6);
   if (digits.empty() || digits.size() > 8 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
-  return std::stoi(digits);
+  const int rank = std::stoi(digits);
+  if (rank_file_name(rank) != name) return std::nullopt;
+  return rank;
 }
 
 template <class T>
@@ -239,6 +247,8 @@ AuditDir load_audit_dir(const fs::path& dir) {
     const std::string name = entry.path().filename().string();
     if (const auto rank = rank_of_file_name(name)) {
       result.ranks[*rank] = read_log(entry.path(), name);
+    } else if (looks_like_rank_log(name)) {
+      result.strays.push_back(name);
     }
   }
   // Ranks the launcher knew of but whose files are gone are still part of the job.
@@ -264,6 +274,9 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     return result;
   }
   ++result.files;
+  for (const auto& name : dir.strays) {
+    out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
+  }
   std::string job;
   std::string key;
   if (!launcher.records.empty() && launcher.records.front().parsed()) {

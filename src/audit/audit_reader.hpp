@@ -40,6 +40,7 @@ struct AuditDir {
   std::filesystem::path dir;
   LogFile launcher;
   std::map<int, LogFile> ranks;  // by rank, from the file names and the launcher's job.start
+  std::vector<std::string> strays;  // rank-*.jsonl files whose name no rank writes
 };
 
 /// Reads every log file of the directory. Throws sempi::Error(config) if it is not a directory.

@@ -1,5 +1,6 @@
 // The audit log: record format, hash chain, file mode, the seal, and verification detecting
-// each kind of tampering (edit, delete, reorder, truncate, append, missing file, bad seal).
+// each kind of tampering (edit, delete, reorder, truncate, append, missing file, bad seal,
+// a planted file that imitates a rank's log).
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -292,6 +293,17 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
        }, "rank-0.jsonl:13:reordered"},
       {"missing", [&](const fs::path& d) { fs::remove(d / "rank-1.jsonl"); },
        "rank-1.jsonl:0:missing"},
+      // A zero-padded copy must not stand in for the genuine log, whatever the listing order.
+      {"alias", [&](const fs::path& d) {
+         for (std::string zeros = "0"; zeros.size() < 8; zeros += "0") {
+           fs::copy_file(d / "rank-1.jsonl", d / ("rank-" + zeros + "1.jsonl"));
+         }
+         auto l = lines_of(d / "rank-1.jsonl");
+         l.erase(l.begin() + 2);
+         write_lines(d / "rank-1.jsonl", l);
+       }, "rank-1.jsonl:3:deleted"},
+      {"alias-listed", [&](const fs::path& d) { fs::copy_file(d / "rank-1.jsonl", d / "rank-01.jsonl"); },
+       "rank-01.jsonl:0:foreign"},
       {"bad-seal", [&](const fs::path& d) {
          auto l = lines_of(d / kLauncherFile);
          const auto at = l.back().find("\"seq\":");
