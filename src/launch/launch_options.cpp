@@ -43,7 +43,7 @@ constexpr const char* kUsage =
     "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
     "  2        bad usage, bad policy file, or PROGRAM cannot be executed\n"
     "  124      --timeout expired\n"
-    "  130/143  sempirun was interrupted by SIGINT/SIGTERM\n"
+    "  129/130/143  sempirun was interrupted by SIGHUP/SIGINT/SIGTERM\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
     "SIGKILL after 2 more seconds.\n";
 

@@ -107,7 +107,7 @@ extern "C" void on_signal(int signo) {
   errno = saved;
 }
 
-// The self-pipe: SIGCHLD, SIGINT and SIGTERM become bytes the event loop polls for. SIGPIPE is
+// The self-pipe: SIGCHLD, SIGINT, SIGTERM and SIGHUP become bytes the event loop polls for. SIGPIPE is
 // ignored so a vanished reader of our stdout cannot kill the launcher.
 class SignalPipe {
  public:
@@ -123,7 +123,8 @@ class SignalPipe {
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
-    for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &action, &saved_[sig]);
+    // SIGHUP: a dropped ssh session must still end the job in order and seal its audit log.
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, &saved_[sig]);
     action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
     struct sigaction ignore {};
@@ -131,7 +132,7 @@ class SignalPipe {
     ::sigaction(SIGPIPE, &ignore, &saved_[SIGPIPE]);
   }
   ~SignalPipe() {
-    for (const int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) {
       ::sigaction(sig, &saved_[sig], nullptr);
     }
     g_signal_pipe = -1;
@@ -582,10 +583,13 @@ class Launcher::Job {
   }
 
   void on_launcher_signal(int signo) {
-    if (signo != SIGINT && signo != SIGTERM) return;  // SIGCHLD: reap() runs every iteration
+    if (signo != SIGINT && signo != SIGTERM && signo != SIGHUP) return;  // SIGCHLD: see reap()
     if (!exit_status_) {
       report("interrupted; terminating the job");
-      cause(signo == SIGINT ? kExitSigint : kExitSigterm, "sempirun was interrupted", true);
+      cause(signo == SIGINT    ? kExitSigint
+            : signo == SIGTERM ? kExitSigterm
+                               : kExitSighup,
+            "sempirun was interrupted", true);
       return;
     }
     // Interrupted again, or during a teardown: skip ahead one step.

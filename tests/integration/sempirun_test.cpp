@@ -21,6 +21,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,13 @@ std::vector<std::string> lines_of(const std::string& text) {
     start = end + 1;
   }
   return lines;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -392,19 +400,27 @@ TEST(Sempirun, TimeoutNotReachedIsSuccess) {
 
 void expect_interrupt(int signo, int expected_status) {
   TempDir dir;
+  const auto audit = dir.path() / "audit";
   const auto r = run_sempirun(
-      {"-n", "3", "sh", "-c",
+      {"-n", "3", "--audit-dir", audit.string(), "sh", "-c",
        "echo $$ > " + dir.path().string() + "/pid.$SEMPI_RANK; echo ready; exec sleep 60"},
       {.env = {}, .on_output = signal_when_ready(3, signo)});
   EXPECT_EQ(r.status, expected_status) << describe(r);
   EXPECT_TRUE(contains(r.err, "sempirun: interrupted; terminating the job\n")) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
   expect_all_gone(dir.path(), 3);
+  // The job ended in order: the launcher's log closes with its seal.
+  const auto log = lines_of(read_file(audit / "launcher.jsonl"));
+  ASSERT_FALSE(log.empty());
+  EXPECT_TRUE(contains(log.back(), "\"audit.seal\"")) << log.back();
 }
 
 TEST(Sempirun, SigintTerminatesEveryRank) { expect_interrupt(SIGINT, 130); }
 
 TEST(Sempirun, SigtermTerminatesEveryRank) { expect_interrupt(SIGTERM, 143); }
+
+// A dropped login session ends the job in order too.
+TEST(Sempirun, SighupTerminatesEveryRank) { expect_interrupt(SIGHUP, 129); }
 
 TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
   TempDir dir;
