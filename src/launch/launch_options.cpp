@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "  --policy FILE        the job's policy (JSON, see 'sempi policy check'); default:\n"
     "                       every rank, every operation, every communicator\n"
     "  --audit-dir DIR      the job's audit log directory (mode 0700; must not hold a log\n"
-    "                       yet); default ./sempi-audit/JOBID\n"
+    "                       yet, nor be writable by others); default ./sempi-audit/JOBID\n"
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --help               print this help\n"

@@ -68,6 +68,23 @@ void make_private_dir(const std::filesystem::path& dir) {
     if (part == "/" || part == "." || part == "..") continue;
     make_one_dir(partial);
   }
+  // An existing directory is only used if nobody else can replace what we write into it.
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    throw Error(ErrorClass::config, "cannot inspect " + dir.string() + ": " + errno_text(errno));
+  }
+  if (S_ISLNK(st.st_mode)) {
+    throw Error(ErrorClass::config, dir.string() + " is a symbolic link; give the real directory");
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw Error(ErrorClass::config, dir.string() + " belongs to another user (uid " +
+                                        std::to_string(st.st_uid) + ")");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw Error(ErrorClass::config, dir.string() +
+                                        " is writable by others, who could replace its files"
+                                        " (chmod 700 it, or give a new directory)");
+  }
 }
 
 void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {

@@ -7,8 +7,9 @@
 
 namespace sempi::pki {
 
-/// Creates `dir` (and parents) with mode 0700 if missing; throws sempi::Error(config) if it
-/// exists and is not a directory.
+/// Creates `dir` (and parents) with mode 0700 if missing. Throws sempi::Error(config) if it
+/// exists and is not a directory, is a symbolic link, belongs to another user, or is writable
+/// by group or others.
 void make_private_dir(const std::filesystem::path& dir);
 
 /// Writes `content` atomically (temp file + rename) with the given mode (0600 for keys, 0644

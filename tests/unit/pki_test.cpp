@@ -831,6 +831,16 @@ TEST(PemFiles, PrivateDirAndFileModes) {
   EXPECT_EQ(file_mode(dir), 0700u);
   make_private_dir(dir);  // existing directory: fine
 
+  // An existing directory others could write into, or a link to one, is refused.
+  const fs::path shared = tmp.path() / "shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0777), 0);
+  EXPECT_THROW(make_private_dir(shared), Error);
+  const fs::path link = tmp.path() / "link";
+  fs::create_directory_symlink(dir, link);
+  EXPECT_THROW(make_private_dir(link), Error);
+  ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
+  make_private_dir(shared);  // readable by others, but only we can change it: fine
+
   write_file(dir / "k.key", "secret\n", 0600);
   write_file(dir / "c.pem", "public\n", 0644);
   ::umask(old_umask);
