@@ -29,6 +29,11 @@ constexpr unsigned kFullPollEvery = 8;
 constexpr std::size_t kAuditRecordsPerSpin = 1;
 constexpr std::size_t kMaxAbortReason = 4096;
 constexpr std::size_t kMaxDenyReason = 256;
+// A rank whose messages the policy has refused this many times is treated as hostile and cut
+// off: each refusal costs an audit record and possibly a DENY reply, so without a bound a
+// compromised rank could fill the receiver's memory and disk. An honest program stops at its
+// first refusal (its send fails).
+constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
 // sempirun reports "rank R called abort (code 1): policy violation: ...".
 constexpr int kPolicyAbortCode = 1;
 
@@ -959,8 +964,14 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
                    : entry->decisions->check(peer.world_rank_, header.op, collective, header.tag,
                                              bytes);
   if (verdict == Verdict::allow) return Admit::allow;
-  return on_denial(verdict, entry, peer.world_rank_, header.context, header.op, header.tag, bytes,
-                   header.sequence, "receive");
+  const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
+                                   header.tag, bytes, header.sequence, "receive");
+  if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
+    // The frame handler sees the violation and fails the channel (see Peer::cut_off).
+    peer.violation_ = std::to_string(kRefusalsBeforeCutoff) +
+                      " of its messages were refused by policy; cut off as hostile";
+  }
+  return decision;
 }
 
 void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous) {
@@ -1076,6 +1087,7 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
         return {};
       }
       inflight_admit_ = engine_.admit(*this, header);
+      if (cut_off()) return {};
       if (inflight_admit_ == Admit::deny) {
         // Read the payload off the stream (framing must continue) and drop it.
         using_scratch_ = true;
@@ -1146,6 +1158,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     case FrameType::eager: {
       if (header.length == 0) {
         inflight_admit_ = e.admit(*this, header);
+        if (cut_off()) return errc::frame_unexpected;
         if (inflight_admit_ != Admit::deny) begin_eager(header);
       }
       if (inflight_admit_ == Admit::deny) {
@@ -1189,6 +1202,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     case FrameType::rts: {
       const std::uint64_t id = header.sequence;
       const Admit admit = e.admit(*this, header);
+      if (cut_off()) return errc::frame_unexpected;
       if (admit == Admit::deny) {
         e.send_deny(*this, id, false);  // instead of CTS: the sender's request fails, no hang
         return {};

@@ -227,6 +227,9 @@ class Engine {
     std::uint64_t unexpected_bytes_ = 0;
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
     std::string violation_;
+    std::uint32_t refusals_ = 0;  // its messages the policy refused
+    // A violation fails the channel as soon as the frame handler returns.
+    [[nodiscard]] bool cut_off() const { return !violation_.empty(); }
     // The frame whose payload is being read.
     std::shared_ptr<RequestState> inflight_recv_;
     std::optional<Unexpected> inflight_unexpected_;

@@ -116,6 +116,20 @@ TEST(Policy, ReceiverRefusesWhatACompromisedSenderSends) {
   EXPECT_EQ(rec.denied, 3u);
 }
 
+TEST(Policy, ReceiverCutsOffARankThatFloodsRefusedMessages) {
+  TempDir dir;
+  const auto job = run(dir, 2, restricted(""), "flood");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  // A bounded number of refusals is logged, then one record of the cut-off.
+  EXPECT_EQ(records(job.audit / "rank-0.jsonl", "policy.deny").size(), 1000u);
+  const auto failures = records(job.audit / "rank-0.jsonl", "peer.failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0]["event"]["reason"].get<std::string>().find("cut off as hostile"),
+            std::string::npos)
+      << failures[0].dump();
+  EXPECT_EQ(verify_text(job.audit), "OK");
+}
+
 TEST(Policy, AbortOnViolationEndsTheJob) {
   TempDir dir;
   const auto job = run(dir, 2, restricted(R"("on_violation": "abort",)"), "abort");

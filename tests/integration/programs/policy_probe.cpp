@@ -85,6 +85,32 @@ void receiver(const sempi::Communicator& world) {
   }
 }
 
+// Rank 1 turns hostile and floods rank 0 with messages the policy refuses. Rank 0 cuts it off
+// after a bounded number of refusals, rather than logging (and answering) them without end.
+void flood(const sempi::Communicator& world) {
+  if (world.rank() == 1) {
+    sempi::detail::simulate_compromised_sender(true);
+    const int bad = 666;
+    const std::vector<char> big(200000, 'x');  // rendezvous over the size limit: DENY replies
+    int sent = 0;
+    expect_error(ErrorClass::peer_failed, [&] {
+      for (; sent < 100000; ++sent) {
+        try {
+          if (sent % 2 == 0) world.send(bad, 0, 500);
+          if (sent % 2 == 1) world.send(big, 0, 5);
+        } catch (const sempi::Error& e) {
+          if (e.error_class() != ErrorClass::policy) throw;  // refused: keep flooding
+        }
+      }
+    });
+    CHECK(sent >= 999);  // the 1000th refused message (index 999) or a later one failed
+  } else {
+    int value = -1;
+    const auto why = expect_error(ErrorClass::peer_failed, [&] { (void)world.recv(value, 1, 7); });
+    CHECK(why.find("cut off") != std::string::npos);
+  }
+}
+
 // on_violation "abort": rank 1 sends a denied message; rank 0 aborts the job.
 void abort_on_violation(const sempi::Communicator& world) {
   if (world.rank() == 1) {
@@ -191,6 +217,8 @@ int main(int argc, char** argv) {
     segments(world);
   } else if (scenario == "receiver") {
     receiver(world);
+  } else if (scenario == "flood") {
+    flood(world);
   } else if (scenario == "abort") {
     abort_on_violation(world);
   } else if (scenario == "membership") {
