@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/hex.hpp"
+#include "core/higher_rank_acceptor.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "pki/csr.hpp"
 #include "pki/identity.hpp"
@@ -199,43 +200,13 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   }
 
   // Accept the higher ranks on a second thread while this one dials the lower ranks.
-  auto accepted = std::async(std::launch::async, [&]() -> std::string {
-    std::vector<bool> connected(static_cast<std::size_t>(joined.size), false);
-    int remaining = higher;
-    while (remaining > 0) {
-      std::error_code ec;
-      auto socket = listener.accept(deadline, ec);
-      if (!socket.valid()) return "waiting for higher ranks to connect: " + ec.message();
-      ChannelError error;
-      std::string refused_by_policy;
-      auto claim = [&](std::uint32_t rank) {
-        const auto r = static_cast<std::size_t>(rank);
-        if (static_cast<int>(rank) <= joined.rank || connected[r]) return false;
-        if (!rules.ever_talk(joined.rank, static_cast<int>(rank))) {
-          refused_by_policy = "the policy never lets rank " + std::to_string(rank) +
-                              " talk to this rank";
-          return false;
-        }
-        connected[r] = true;
-        return true;
-      };
-      const auto handshake_deadline =
-          std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(30));
-      auto channel = Channel::accept(local, std::move(socket), claim, handshake_deadline, error);
-      if (!channel) {
-        // A refused peer is not fatal: the genuine rank may still connect.
-        const std::string reason =
-            refused_by_policy.empty() ? error.message() : refused_by_policy;
-        spdlog::warn("sempi[rank {}]: refused a connection: {}", joined.rank, reason);
-        audit_event("connection.refuse", false, -1, reason);
-        continue;
-      }
-      audit_event("connection.accept", true, static_cast<int>(channel->peer().rank),
-                  channel->cipher());
-      joined.channels[channel->peer().rank] = std::move(channel);
-      --remaining;
-    }
-    return {};
+  HigherRankAcceptor acceptor;
+  acceptor.my_rank = joined.rank;
+  acceptor.expected = higher;
+  acceptor.may_talk = [&](int peer) { return rules.ever_talk(joined.rank, peer); };
+  acceptor.audit = audit_event;
+  auto accepted = std::async(std::launch::async, [&] {
+    return acceptor.run(listener, local, deadline, joined.channels);
   });
 
   std::string dial_error;

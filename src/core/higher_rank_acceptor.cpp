@@ -1,0 +1,152 @@
+#include "core/higher_rank_acceptor.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace sempi::detail {
+namespace {
+
+using transport::Channel;
+using transport::ChannelError;
+using transport::UniqueFd;
+
+constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
+
+struct Handshake {
+  std::thread thread;
+  // A duplicate of the connection's socket, open until the handshake finishes, so that the
+  // acceptor can shut the connection down without racing the handshake closing its own fd.
+  UniqueFd watch;
+  bool finished = false;
+  const char* dropped = nullptr;  // why the acceptor shut the connection down, if it did
+};
+
+// Shuts a pending handshake's connection down; its thread then fails at once.
+void drop(Handshake& h, const char* why) {
+  ::shutdown(h.watch.get(), SHUT_RDWR);
+  h.watch.reset();
+  h.dropped = why;
+}
+
+}  // namespace
+
+std::string HigherRankAcceptor::run(transport::Listener& listener,
+                                    const transport::LocalEndpoint& local,
+                                    transport::Deadline deadline,
+                                    std::vector<std::unique_ptr<Channel>>& channels) const {
+  std::mutex mu;  // guards everything below and `channels`
+  std::vector<bool> connected(channels.size(), false);
+  int remaining = expected;
+  std::list<Handshake> handshakes;
+
+  const auto refuse = [&](const std::string& reason) {
+    spdlog::warn("sempi[rank {}]: refused a connection: {}", my_rank, reason);
+    audit("connection.refuse", false, -1, reason);
+  };
+
+  const auto handshake = [&](UniqueFd socket, Handshake* self) {
+    std::string refused_by_policy;
+    // Claimed only once the peer has fully proven its identity (see Channel::establish).
+    const auto claim = [&](std::uint32_t rank) {
+      std::lock_guard lock(mu);
+      const auto r = static_cast<std::size_t>(rank);
+      if (static_cast<int>(rank) <= my_rank || r >= connected.size() || connected[r]) return false;
+      if (!may_talk(static_cast<int>(rank))) {
+        refused_by_policy = "the policy never lets rank " + std::to_string(rank) +
+                            " talk to this rank";
+        return false;
+      }
+      connected[r] = true;
+      return true;
+    };
+    std::unique_ptr<Channel> channel;
+    ChannelError error;
+    try {
+      channel = Channel::accept(local, std::move(socket), claim,
+                                std::min(deadline, transport::Clock::now() + kHandshakeTimeout),
+                                error);
+    } catch (const std::exception& e) {
+      error.detail = e.what();
+    }
+    std::lock_guard lock(mu);
+    self->finished = true;
+    self->watch.reset();
+    if (!channel) {
+      // A refused peer is not fatal: the genuine rank may still connect.
+      refuse(self->dropped != nullptr       ? std::string(self->dropped)
+             : !refused_by_policy.empty() ? refused_by_policy
+                                          : error.message());
+      return;
+    }
+    const auto rank = channel->peer().rank;
+    audit("connection.accept", true, static_cast<int>(rank), channel->cipher());
+    channels[rank] = std::move(channel);
+    if (--remaining == 0) ::shutdown(listener.native_handle(), SHUT_RDWR);  // wakes accept()
+  };
+
+  std::string failure;
+  for (;;) {
+    std::list<Handshake> ended;
+    {
+      std::lock_guard lock(mu);
+      if (remaining == 0) break;
+      for (auto it = handshakes.begin(); it != handshakes.end();) {
+        const auto next = std::next(it);
+        if (it->finished) ended.splice(ended.end(), handshakes, it);
+        it = next;
+      }
+    }
+    for (auto& h : ended) h.thread.join();
+
+    std::error_code ec;
+    UniqueFd socket = listener.accept(deadline, ec);
+    std::lock_guard lock(mu);
+    if (!socket.valid()) {
+      if (remaining != 0) failure = "waiting for higher ranks to connect: " + ec.message();
+      break;
+    }
+    std::size_t pending = 0;
+    for (const auto& h : handshakes) pending += h.finished ? 0 : 1;
+    if (pending >= kMaxPendingHandshakes) {
+      for (auto& h : handshakes) {
+        if (!h.finished && h.watch.valid()) {
+          drop(h, "dropped: the oldest of too many unauthenticated connections");
+          break;
+        }
+      }
+    }
+    UniqueFd watch{::fcntl(socket.get(), F_DUPFD_CLOEXEC, 0)};
+    if (!watch.valid()) {
+      refuse(std::string("cannot track the connection: ") + std::strerror(errno));
+      continue;
+    }
+    Handshake& h = handshakes.emplace_back();
+    h.watch = std::move(watch);
+    try {
+      h.thread = std::thread(handshake, std::move(socket), &h);
+    } catch (const std::system_error& e) {
+      handshakes.pop_back();
+      refuse(std::string("cannot start a handshake thread: ") + e.what());
+    }
+  }
+  {
+    // Done or failed: connections still in their handshake are not wanted any more.
+    std::lock_guard lock(mu);
+    for (auto& h : handshakes) {
+      if (!h.finished && h.watch.valid()) drop(h, "dropped: start-up no longer waits for it");
+    }
+  }
+  for (auto& h : handshakes) h.thread.join();
+  return failure;
+}
+
+}  // namespace sempi::detail

@@ -1,0 +1,36 @@
+#pragma once
+// Accepting the higher ranks' connections at start-up, each TLS handshake on its own thread.
+//
+// Before a connection has proven anything, anyone who can reach the port can open one. Were
+// the handshakes run one at a time, a few connections that never finish theirs would hold the
+// genuine ranks in the listen backlog until the start-up deadline. Here a stalled connection
+// holds only its own thread; at most kMaxPendingHandshakes run at once, and beyond that the
+// oldest is dropped (a genuine rank completes its handshake within milliseconds).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/channel.hpp"
+#include "transport/listener.hpp"
+
+namespace sempi::detail {
+
+inline constexpr std::size_t kMaxPendingHandshakes = 32;
+
+struct HigherRankAcceptor {
+  int my_rank = 0;
+  int expected = 0;                       // how many higher ranks will connect
+  std::function<bool(int)> may_talk;      // the policy lets this rank talk to us at all
+  // Records a connection event: action, success, peer (-1 if unknown), cipher or reason.
+  std::function<void(const char*, bool, int, const std::string&)> audit;
+
+  /// Accepts until `expected` ranks are connected, filling channels[rank]. Returns an empty
+  /// string on success, else why the deadline passed or the listener failed.
+  std::string run(transport::Listener& listener, const transport::LocalEndpoint& local,
+                  transport::Deadline deadline,
+                  std::vector<std::unique_ptr<transport::Channel>>& channels) const;
+};
+
+}  // namespace sempi::detail

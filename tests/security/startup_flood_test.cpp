@@ -1,0 +1,79 @@
+// The start-up listener under a connection flood: connections that send nothing, connections
+// that stall after the first byte of a handshake, more of them than may be pending at once. The
+// genuine higher ranks, queued behind them, must still connect promptly.
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <future>
+
+#include "core/higher_rank_acceptor.hpp"
+#include "support/test_job.hpp"
+
+namespace sempi::test {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::Channel;
+using transport::ChannelError;
+
+TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
+  constexpr std::uint32_t kRanks = 4;
+  const TestJob job(kRanks);
+  transport::Listener listener(loopback_any_port());
+
+  // The flood arrives first: the listen backlog holds it ahead of every genuine rank.
+  std::vector<transport::UniqueFd> flood;
+  for (std::size_t i = 0; i < detail::kMaxPendingHandshakes + 8; ++i) {
+    std::error_code ec;
+    flood.push_back(transport::tcp_connect(listener.endpoint(), long_deadline(), ec));
+    ASSERT_TRUE(flood.back().valid()) << ec.message();
+    if (i % 2 == 1) {
+      const std::uint8_t handshake_record = 0x16;  // the start of a TLS record, then nothing
+      ASSERT_EQ(::send(flood.back().get(), &handshake_record, 1, MSG_NOSIGNAL), 1);
+    }
+  }
+
+  std::vector<std::unique_ptr<Channel>> accepted(kRanks);
+  std::atomic<int> refused{0};
+  detail::HigherRankAcceptor acceptor;
+  acceptor.my_rank = 0;
+  acceptor.expected = kRanks - 1;
+  acceptor.may_talk = [](int) { return true; };
+  acceptor.audit = [&](const char* action, bool, int, const std::string&) {
+    if (std::string_view(action) == "connection.refuse") ++refused;
+  };
+  const auto local = job.endpoint(0);
+  const auto start = transport::Clock::now();
+  // The deadline is shorter than one stalled handshake may last (30 s): handled one at a
+  // time, the first stalled connection alone would use it up.
+  auto result = std::async(std::launch::async, [&] {
+    return acceptor.run(listener, local, deadline_in(20s), accepted);
+  });
+
+  std::vector<std::future<std::unique_ptr<Channel>>> dialers;
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    dialers.push_back(std::async(std::launch::async, [&, rank] {
+      ChannelError error;
+      auto channel = Channel::connect(job.endpoint(rank), listener.endpoint(), 0,
+                                      long_deadline(), error);
+      EXPECT_NE(channel, nullptr) << "rank " << rank << ": " << error.message();
+      return channel;
+    }));
+  }
+  std::vector<std::unique_ptr<Channel>> dialed;
+  for (auto& d : dialers) dialed.push_back(d.get());
+  EXPECT_EQ(result.get(), "");
+  EXPECT_LT(transport::Clock::now() - start, 10s);
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    ASSERT_NE(accepted[rank], nullptr) << "rank " << rank;
+    EXPECT_EQ(accepted[rank]->peer().rank, rank);
+  }
+  // Every flooding connection was dropped, none was taken for a rank.
+  EXPECT_EQ(refused.load(), static_cast<int>(flood.size()));
+}
+
+}  // namespace
+}  // namespace sempi::test
