@@ -697,6 +697,12 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     Peer& peer = *polled_peers_[i];
     if (peer.failed_ || !peer.channel_) continue;
     const short revents = poll_fds_[i].revents;
+    if (peer.paused_ && (revents & (POLLHUP | POLLERR)) != 0) {
+      // The peer can send nothing more, so what is left is bounded by the socket buffer: read
+      // on (the read ends in the error) instead of polling a hangup nobody reads, which both
+      // spins and leaves the loss unnoticed.
+      peer.paused_ = false;
+    }
     service_peer(peer, (revents & (POLLIN | POLLHUP | POLLERR)) != 0 ||
                            peer.channel_->has_buffered_input());
   }

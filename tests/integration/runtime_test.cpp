@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <csignal>
 
 #include "support/job_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace sempi::test {
 namespace {
@@ -32,6 +35,20 @@ INSTANTIATE_TEST_SUITE_P(Ranks, PointToPoint, ::testing::Values(1, 2, 3, 4, 7, 8
 
 TEST(PointToPointLimits, UnexpectedDataStaysWithinThePerPeerBudget) {
   const auto result = run(3, "backpressure", {"-x", "SEMPI_MAX_UNEXPECTED_BYTES=4194304"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+// A peer that filled this rank's unexpected-data budget (so it is no longer read) and then
+// reset its connection while staying alive: the loss must still be noticed, not polled forever.
+TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {
+  TempDir dir;
+  for (const char* fifo : {"reset", "done"}) {
+    ASSERT_EQ(::mkfifo((dir.path() / fifo).c_str(), 0600), 0);
+  }
+  std::vector<std::string> argv = {SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "-x",
+                                   "SEMPI_MAX_UNEXPECTED_BYTES=65536", P2P_CHECK_PATH,
+                                   "resetpaused", dir.path().string()};
+  const auto result = run_job(argv, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 

@@ -1,11 +1,14 @@
 // A rank program that checks point-to-point semantics for real, under sempirun.
 // Usage: p2p_check SCENARIO   (exit 0 = every check passed; a failed check prints and exits 1)
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -361,6 +364,66 @@ void backpressure(const sempi::Communicator& world) {
   }
 }
 
+// The connected TCP socket of a 2-rank job's only channel (the bootstrap socket is AF_UNIX).
+int channel_socket() {
+  for (int fd = 3; fd < 1024; ++fd) {
+    int type = 0;
+    socklen_t length = sizeof type;
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof peer;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0 && type == SOCK_STREAM &&
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0 &&
+        (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+// Rank 1 fills rank 0's unexpected-data budget (SEMPI_MAX_UNEXPECTED_BYTES=65536, set by the
+// test), so rank 0 stops reading it, then resets the connection and stays alive. Rank 0 must
+// still notice the loss: its pending receive fails. Two FIFOs in DIR order the steps.
+void reset_while_paused(const sempi::Communicator& world, const std::string& dir) {
+  constexpr int kInts = 8192;  // 32 KiB: eager; two of them fill the budget
+  if (world.rank() == 1) {
+    const int reset_now = ::open((dir + "/reset").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    CHECK(reset_now >= 0);
+    std::vector<std::vector<int>> out;
+    for (int i = 0; i < 64; ++i) out.emplace_back(kInts, i);
+    std::vector<sempi::Request> requests;
+    for (int i = 0; i < 64; ++i) requests.push_back(world.isend(out[i], 0, 100 + i));
+    // Keep sending (progress) until rank 0 says it has stopped reading.
+    char byte = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::read(reset_now, &byte, 1) != 1) {
+      CHECK(std::chrono::steady_clock::now() < give_up);
+      (void)world.iprobe(0, 99);
+    }
+    const int fd = channel_socket();
+    CHECK(fd >= 0);
+    const linger abortive{1, 0};  // close with RST
+    CHECK(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive) == 0);
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    CHECK(::dup2(null, fd) == fd);  // closes the socket; the engine's descriptor stays valid
+    // Alive, and silent, until rank 0 has noticed.
+    const int done = ::open((dir + "/done").c_str(), O_RDONLY | O_CLOEXEC);
+    CHECK(done >= 0 && ::read(done, &byte, 1) == 1);
+    int value = 0;
+    expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.recv(value, 0, 7); });
+    for (auto& r : requests) r.cancel();
+  } else {
+    // The second message is unexpected too: 64 KiB held, rank 1 is no longer read.
+    while (!world.iprobe(1, 101).has_value()) {
+    }
+    const int reset_now = ::open((dir + "/reset").c_str(), O_WRONLY | O_CLOEXEC);
+    CHECK(reset_now >= 0 && ::write(reset_now, "r", 1) == 1);
+    int value = 0;
+    expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.recv(value, 1, 7); });
+    const int done = ::open((dir + "/done").c_str(), O_WRONLY | O_CLOEXEC);
+    CHECK(done >= 0 && ::write(done, "d", 1) == 1);
+  }
+}
+
 // --- failure scenarios: the victim misbehaves, the others wait on it -------------------------
 
 void victim_scenario(const sempi::Communicator& world, const std::string& how) {
@@ -392,6 +455,10 @@ int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "all";
   if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang") {
     victim_scenario(world, scenario);
+  }
+  if (scenario == "resetpaused") {
+    reset_while_paused(world, argc > 2 ? argv[2] : ".");
+    return 0;
   }
   if (scenario == "sleep") {
     for (;;) ::pause();
