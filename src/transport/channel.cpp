@@ -240,6 +240,7 @@ ChannelError Channel::exchange_hello(Deadline deadline) {
                                      " ranks, we have " + std::to_string(local_hello_.world_size)};
   }
   peer_limits_ = theirs.limits;
+  accept_payload_ = local_limits_.max_frame_payload;
   return {};
 }
 
@@ -419,7 +420,7 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
       in_header_got_ += static_cast<std::size_t>(n);
       if (in_header_got_ < kFrameHeaderSize) continue;
       in_header_got_ = 0;
-      if (auto ec = decode_frame_header(in_header_, local_limits_.max_frame_payload,
+      if (auto ec = decode_frame_header(in_header_, accept_payload_,
                                         next_in_sequence_, in_frame_);
           ec) {
         return fail(ec, "frame header from rank " + std::to_string(peer_.rank));

@@ -159,6 +159,9 @@ class Channel {
   UniqueFd fd_;
   pki::SslPtr ssl_;
   ChannelLimits local_limits_;
+  // The largest payload accepted from the peer: HELLO's size until the HELLO exchange is done,
+  // so that a peer cannot make us allocate the full frame limit before it has said hello.
+  std::uint64_t accept_payload_ = kHelloSize;
   Hello local_hello_;
   pki::Identity peer_;
   ChannelLimits peer_limits_;

@@ -242,6 +242,24 @@ TEST(ChannelRefusal, CaCertificateAsRankIdentity) {
       << code.message();
 }
 
+// An authenticated peer announcing a HELLO of many megabytes: refused from the header, before
+// anything near that size is allocated (the frame limit applies only after HELLO).
+TEST(ChannelRefusal, OversizeHello) {
+  TestJob job(4);
+  Server server(job);
+  const auto creds = job.issue(1);
+  RawClientOptions options{job.ca().certificate()};
+  options.cert = creds.cert;
+  options.key = creds.key.get();
+  RawTlsClient client(server.endpoint(), options);
+  ASSERT_TRUE(client.handshake());
+  transport::FrameHeader h;
+  h.type = FrameType::hello;
+  h.length = 32ull << 20;  // within the 64 MiB frame limit
+  client.write(transport::encode_frame_header(h));
+  EXPECT_EQ(server.error().code, errc::frame_too_large);
+}
+
 // --- hostile frames after a valid handshake -------------------------------------------------
 
 RawClientOptions rank_options(const TestJob& job, const Credentials& creds) {
