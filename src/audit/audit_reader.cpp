@@ -8,6 +8,7 @@
 
 #include "audit/seal.hpp"
 #include "common/hex.hpp"
+#include "common/printable.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::audit {
@@ -454,8 +455,8 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
 
 std::string report_text(const nlohmann::ordered_json& report) {
   std::ostringstream s;
-  s << "job " << report.value("job", std::string("?")) << "\n";
-  if (report.contains("policy")) s << "policy: " << report["policy"].get<std::string>() << "\n";
+  s << "job " << printable(report.value("job", std::string("?"))) << "\n";
+  if (report.contains("policy")) s << "policy: " << printable(report["policy"].get<std::string>()) << "\n";
   s << "\ntraffic (from message.send / message.receive records):\n";
   if (report["traffic"].empty()) s << "  (no message records: message audit off?)\n";
   char line[256];
@@ -466,7 +467,7 @@ std::string report_text(const nlohmann::ordered_json& report) {
   }
   for (const auto& t : report["traffic"]) {
     std::snprintf(line, sizeof line, "  %6d %6d  %-20s %10llu %14llu %10llu %14llu\n",
-                  t["from"].get<int>(), t["to"].get<int>(), t["comm"].get<std::string>().c_str(),
+                  t["from"].get<int>(), t["to"].get<int>(), printable(t["comm"].get<std::string>()).c_str(),
                   t["messages"].get<unsigned long long>(), t["bytes"].get<unsigned long long>(),
                   t["received"].get<unsigned long long>(),
                   t["received_bytes"].get<unsigned long long>());
@@ -475,16 +476,16 @@ std::string report_text(const nlohmann::ordered_json& report) {
   s << "\ndenials and failures:\n";
   if (report["denials_and_failures"].empty()) s << "  (none)\n";
   for (const auto& e : report["denials_and_failures"]) {
-    s << "  " << e["file"].get<std::string>() << ":" << e["line"].get<std::size_t>() << " "
-      << e["action"].get<std::string>() << (e["dry_run"].get<bool>() ? " (dry run, not enforced)" : "");
+    s << "  " << printable(e["file"].get<std::string>()) << ":" << e["line"].get<std::size_t>()
+      << " " << printable(e["action"].get<std::string>()) << (e["dry_run"].get<bool>() ? " (dry run, not enforced)" : "");
     if (e.contains("rank")) s << " rank " << e["rank"].get<long long>();
     if (e.contains("peer")) s << " peer " << e["peer"].get<long long>();
-    if (e.contains("comm")) s << " comm " << e["comm"].get<std::string>();
-    if (e.contains("op")) s << " op " << e["op"].get<std::string>();
+    if (e.contains("comm")) s << " comm " << printable(e["comm"].get<std::string>());
+    if (e.contains("op")) s << " op " << printable(e["op"].get<std::string>());
     if (e.contains("tag")) s << " tag " << e["tag"].get<long long>();
     if (e.contains("bytes")) s << " bytes " << e["bytes"].get<long long>();
     const auto reason = e["reason"].get<std::string>();
-    if (!reason.empty()) s << ": " << reason;
+    if (!reason.empty()) s << ": " << printable(reason);
     s << "\n";
   }
   return s.str();

@@ -17,6 +17,7 @@
 #include "audit/audit_reader.hpp"
 #include "audit/seal.hpp"
 #include "common/hex.hpp"
+#include "common/printable.hpp"
 #include "sempi/error.hpp"
 
 #include "support/temp_dir.hpp"
@@ -326,6 +327,29 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
     EXPECT_NE(std::find(found.begin(), found.end(), c.expected), found.end())
         << c.name << ": expected " << c.expected << ", got:\n" << all;
   }
+}
+
+// Log records are untrusted text: printed, they must not reach the terminal as control codes.
+TEST(AuditPrintable, ControlCharactersAreEscaped) {
+  EXPECT_EQ(printable("plain text, ünïcode"), "plain text, ünïcode");
+  EXPECT_EQ(printable("\x1b[2Jcleared\nforged line\r\x7f"),
+            "\\x1b[2Jcleared\\x0aforged line\\x0d\\x7f");
+  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\xc2\\x9b31m");  // C1 CSI, as UTF-8
+  EXPECT_EQ(printable("a\\x1b"), "a\\\\x1b");   // a literal backslash stays distinguishable
+}
+
+TEST(AuditReport, TextReportEscapesWhatTheLogSays) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  {
+    auto log = AuditLog::create(dir.path() / rank_file_name(2), {kJob, 2});
+    log->event("peer.failure", false, "\x1b]0;owned\x07\nrank 0: all good", {{"peer", 0}});
+    log->close();
+  }
+  const std::string text = report_text(report_json(load_audit_dir(dir.path())));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("\\x1b]0;owned\\x07\\x0arank 0: all good"), std::string::npos) << text;
 }
 
 TEST(AuditReconcile, MatchesSendsWithReceivesAndListsTheRest) {

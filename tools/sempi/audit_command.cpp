@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "audit/audit_reader.hpp"
+#include "common/printable.hpp"
 #include "sempi/cli_args.hpp"
 #include "sempi/command.hpp"
 #include "sempi/error.hpp"
@@ -74,7 +75,8 @@ int run_verify(const std::vector<std::string>& args) {
     return kExitOk;
   }
   for (const auto& f : result.findings) {
-    std::printf("%s:%zu: %s: %s\n", f.file.c_str(), f.line, f.kind.c_str(), f.message.c_str());
+    std::printf("%s:%zu: %s: %s\n", printable(f.file).c_str(), f.line, f.kind.c_str(),
+                printable(f.message).c_str());
   }
   std::printf("FAILED: %zu problem%s in %zu files\n", result.findings.size(),
               result.findings.size() == 1 ? "" : "s", result.files);
@@ -113,8 +115,8 @@ int run_reconcile(const std::vector<std::string>& args) {
     if (!r.message_records) std::puts("no message records (message audit is off): nothing to reconcile");
     std::printf("%zu sends: %zu matched, %zu denied by the receiver, %zu unmatched\n", r.sends,
                 r.matched, r.denied, r.unmatched.size());
-    for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", u.c_str());
-    for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", m.c_str());
+    for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", printable(u).c_str());
+    for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", printable(m).c_str());
   }
   return clean ? kExitOk : kExitFinding;
 }

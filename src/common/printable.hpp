@@ -1,0 +1,14 @@
+#pragma once
+// Text from untrusted files (audit logs) made safe to print on a terminal.
+
+#include <string>
+#include <string_view>
+
+namespace sempi {
+
+/// `text` with every control character (C0, DEL, and C1 as UTF-8) written as \xNN and every
+/// backslash doubled: what a log record says cannot move the cursor, recolour or clear the
+/// terminal, or forge extra lines of output.
+std::string printable(std::string_view text);
+
+}  // namespace sempi
