@@ -55,6 +55,18 @@ std::error_code prepare_stream_socket(int fd) {
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {
     return {errno, std::system_category()};
   }
+  // A peer host that vanishes (power loss, a partition) sends nothing, not even a reset: idle
+  // connections probe it, so that the ranks waiting on it learn of the loss instead of waiting
+  // for the job's timeout. The probes are answered by the peer's kernel, so a rank busy
+  // computing for hours is never mistaken for a dead one.
+  if (::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) < 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepaliveIdleSeconds,
+                   sizeof kKeepaliveIdleSeconds) < 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepaliveIntervalSeconds,
+                   sizeof kKeepaliveIntervalSeconds) < 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepaliveProbes, sizeof kKeepaliveProbes) < 0) {
+    return {errno, std::system_category()};
+  }
   return {};
 }
 

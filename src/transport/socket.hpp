@@ -41,7 +41,13 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
 /// Non-blocking TCP connect with TCP_NODELAY; bounded by the deadline.
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
 
-/// Sets O_NONBLOCK, FD_CLOEXEC and TCP_NODELAY on a connected socket.
+// TCP keepalive on every rank connection: a silent peer is declared lost after
+// idle + probes * interval seconds (40 s) without an answer.
+inline constexpr int kKeepaliveIdleSeconds = 20;
+inline constexpr int kKeepaliveIntervalSeconds = 5;
+inline constexpr int kKeepaliveProbes = 4;
+
+/// Sets O_NONBLOCK, FD_CLOEXEC, TCP_NODELAY and keepalive on a connected socket.
 std::error_code prepare_stream_socket(int fd);
 
 /// Parses "host:port" (IPv4 dotted quad or [IPv6]); throws sempi::Error(config).

@@ -2,6 +2,8 @@
 // a 256 MiB stream, and coalesced small frames.
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 
@@ -62,6 +64,25 @@ TEST(Channel, HandshakeEstablishesPinnedIdentitiesOverTls13) {
   EXPECT_TRUE(cipher == "TLS_AES_128_GCM_SHA256" || cipher == "TLS_AES_256_GCM_SHA384" ||
               cipher == "TLS_CHACHA20_POLY1305_SHA256")
       << cipher;
+}
+
+// Both ends probe an idle peer, so that a host that vanishes without a reset is noticed.
+TEST(Channel, BothEndsKeepTheConnectionAlive) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  for (const Channel* channel : {pair.server.get(), pair.client.get()}) {
+    const auto option = [fd = channel->native_handle()](int level, int name) {
+      int value = -1;
+      socklen_t length = sizeof value;
+      EXPECT_EQ(::getsockopt(fd, level, name, &value, &length), 0);
+      return value;
+    };
+    EXPECT_EQ(option(SOL_SOCKET, SO_KEEPALIVE), 1);
+    EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPIDLE), transport::kKeepaliveIdleSeconds);
+    EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPINTVL), transport::kKeepaliveIntervalSeconds);
+    EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPCNT), transport::kKeepaliveProbes);
+  }
 }
 
 TEST(Channel, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
