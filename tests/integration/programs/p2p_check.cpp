@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -401,10 +402,17 @@ void reset_while_paused(const sempi::Communicator& world, const std::string& dir
     }
     const int fd = channel_socket();
     CHECK(fd >= 0);
-    const linger abortive{1, 0};  // close with RST
-    CHECK(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive) == 0);
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    CHECK(::dup2(null, fd) == fd);  // closes the socket; the engine's descriptor stays valid
+    // Connecting an established TCP socket to AF_UNSPEC resets it (RST) and leaves the
+    // descriptor open. A child process does it on its copy, so that this process never
+    // touches a descriptor its engine's threads use.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      sockaddr unspecified{};
+      unspecified.sa_family = AF_UNSPEC;
+      ::_exit(::connect(fd, &unspecified, sizeof unspecified) == 0 ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(child > 0 && ::waitpid(child, &status, 0) == child && status == 0);
     // Alive, and silent, until rank 0 has noticed.
     const int done = ::open((dir + "/done").c_str(), O_RDONLY | O_CLOEXEC);
     CHECK(done >= 0 && ::read(done, &byte, 1) == 1);
