@@ -177,9 +177,20 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
     const int me = members[static_cast<std::size_t>(h.comm.rank())];
     const auto it = std::find(g.world_ranks.begin(), g.world_ranks.end(), me);
     const bool member = it != g.world_ranks.end();
-    const int key = member ? static_cast<int>(it - g.world_ranks.begin()) : 0;
-    *newcomm = new_comm_handle(h.comm.split(member ? 0 : MPI_UNDEFINED, key),
-                               h.errhandler.load());
+    // Callers may pass different, disjoint groups (MPI 3.1 section 6.4.2): each group gets a
+    // communicator of its own, so the color names the group by its lowest parent rank (the
+    // same for every member of it) and the key orders the members as the group does.
+    int color = MPI_UNDEFINED;
+    int key = 0;
+    if (member) {
+      color = static_cast<int>(members.size());
+      for (const int w : g.world_ranks) {
+        const auto parent_rank = std::find(members.begin(), members.end(), w) - members.begin();
+        color = std::min(color, static_cast<int>(parent_rank));
+      }
+      key = static_cast<int>(it - g.world_ranks.begin());
+    }
+    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler.load());
   });
 }
 

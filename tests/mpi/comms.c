@@ -152,6 +152,26 @@ int main(int argc, char** argv) {
     CHECK(even_comm == MPI_COMM_NULL);
   }
 
+  /* Comm_create with disjoint groups (MPI 3.1 section 6.4.2): the lower and the upper half of
+   * world each pass their own group, and each gets a communicator of its group alone. */
+  const int lower = rank < size / 2;
+  const int first = lower ? 0 : size / 2;
+  const int last = lower ? size / 2 - 1 : size - 1;
+  int my_half[1][3] = {{first, last, 1}};
+  MPI_Group half_group;
+  CHECK_MPI(MPI_Group_range_incl(world_group, 1, my_half, &half_group));
+  MPI_Comm half_comm;
+  CHECK_MPI(MPI_Comm_create(MPI_COMM_WORLD, half_group, &half_comm));
+  CHECK(half_comm != MPI_COMM_NULL);
+  CHECK_MPI(MPI_Comm_size(half_comm, &nsize));
+  CHECK_MPI(MPI_Comm_rank(half_comm, &nrank));
+  CHECK(nsize == last - first + 1 && nrank == rank - first);
+  int half_sum = 0;
+  CHECK_MPI(MPI_Allreduce(&rank, &half_sum, 1, MPI_INT, MPI_SUM, half_comm));
+  CHECK(half_sum == (first + last) * (last - first + 1) / 2);
+  CHECK_MPI(MPI_Comm_free(&half_comm));
+  CHECK_MPI(MPI_Group_free(&half_group));
+
   /* Comm_create_group: only the odd ranks call it. */
   if (rank % 2 == 1) {
     MPI_Comm odd_comm;
