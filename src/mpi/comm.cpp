@@ -48,6 +48,32 @@ void check_distinct(const sempi_mpi_group& g, const std::vector<int>& ranks) {
   }
 }
 
+// The ranks that MPI_Group_range_incl's (first, last, stride) triplets denote. Only those must
+// be valid and distinct; `last` itself need not be a rank (MPI 3.1 section 6.3.2: {0, 3, 2}
+// on three ranks is {0, 2}). Each rank is checked as it is produced, so a huge range fails
+// at its first invalid rank instead of being expanded.
+std::vector<int> expand_ranges(const sempi_mpi_group& g, int n, const int ranges[][3]) {
+  std::vector<int> ranks;
+  std::vector<bool> seen(g.world_ranks.size(), false);
+  for (int i = 0; i < n; ++i) {
+    const int first = ranges[i][0];
+    const int last = ranges[i][1];
+    const int stride = ranges[i][2];
+    if (stride == 0) fail(MPI_ERR_ARG, "range with stride 0");
+    // 64 bits: the step past `last` must not overflow.
+    for (std::int64_t r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+      const int rank = static_cast<int>(r);  // between first and last, so it fits
+      check_group_rank(g, rank);
+      if (seen[static_cast<std::size_t>(rank)]) {
+        fail(MPI_ERR_RANK, "rank " + std::to_string(rank) + " appears twice");
+      }
+      seen[static_cast<std::size_t>(rank)] = true;
+      ranks.push_back(rank);
+    }
+  }
+  return ranks;
+}
+
 const CartTopology& cart_of(const sempi_mpi_comm& h) {
   if (!h.cart) fail(MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology");
   return *h.cart;
@@ -322,19 +348,10 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_incl", [&] {
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
-    std::vector<int> chosen;
-    for (int i = 0; i < n; ++i) {
-      const int first = ranges[i][0];
-      const int last = ranges[i][1];
-      const int stride = ranges[i][2];
-      if (stride == 0) fail(MPI_ERR_ARG, "range with stride 0");
-      check_group_rank(g, first);
-      check_group_rank(g, last);
-      for (int r = first; stride > 0 ? r <= last : r >= last; r += stride) chosen.push_back(r);
-    }
-    check_distinct(g, chosen);
     std::vector<int> world;
-    for (const int r : chosen) world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
+    for (const int r : expand_ranges(g, n, ranges)) {
+      world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
+    }
     *newgroup = new_group(std::move(world));
   });
 }

@@ -129,6 +129,23 @@ int main(int argc, char** argv) {
   CHECK(result == (size == 1 ? MPI_IDENT : MPI_SIMILAR));
   CHECK_MPI(MPI_Group_compare(even_group, odd_group, &result));
   CHECK(result == MPI_UNEQUAL);
+  /* Only the ranks a range produces must be valid, not its end: {0, size, size + 1} is {0}. */
+  int past_end[1][3] = {{0, size, size + 1}};
+  MPI_Group just_zero;
+  CHECK_MPI(MPI_Group_range_incl(world_group, 1, past_end, &just_zero));
+  CHECK_MPI(MPI_Group_size(just_zero, &gsize));
+  CHECK(gsize == 1);
+  CHECK_MPI(MPI_Group_translate_ranks(just_zero, 1, &all[0], world_group, translated));
+  CHECK(translated[0] == 0);
+  CHECK_MPI(MPI_Group_free(&just_zero));
+  if (size % 2 == 1) { /* {0, size, 2} is the even ranks when size itself is odd */
+    int evens_past_end[1][3] = {{0, size, 2}};
+    MPI_Group evens_again;
+    CHECK_MPI(MPI_Group_range_incl(world_group, 1, evens_past_end, &evens_again));
+    CHECK_MPI(MPI_Group_compare(evens_again, even_group, &result));
+    CHECK(result == MPI_IDENT);
+    CHECK_MPI(MPI_Group_free(&evens_again));
+  }
 
   /* Comm_create: collective over world; non-members get MPI_COMM_NULL. */
   MPI_Comm even_comm;
