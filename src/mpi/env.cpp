@@ -229,6 +229,7 @@ const char* class_description(int code) noexcept {
     case SEMPI_ERR_TIMEOUT: return "a deadline passed";
     case SEMPI_ERR_PEER_FAILED: return "a peer rank failed or the job was aborted";
     case SEMPI_ERR_CONFIG: return "bad configuration";
+    case MPI_ERR_LASTCODE: return "last error code";
     default: return nullptr;
   }
 }
@@ -302,6 +303,7 @@ const char* mpi_class_name(int code) noexcept {
     case SEMPI_ERR_TIMEOUT: return "SEMPI_ERR_TIMEOUT";
     case SEMPI_ERR_PEER_FAILED: return "SEMPI_ERR_PEER_FAILED";
     case SEMPI_ERR_CONFIG: return "SEMPI_ERR_CONFIG";
+    case MPI_ERR_LASTCODE: return "MPI_ERR_LASTCODE";
     default: return "MPI_ERR_UNKNOWN";
   }
 }
