@@ -284,8 +284,15 @@ int MPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
 int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
   return guarded(comm, "MPI_Comm_get_name", [&] {
     auto& h = comm_handle(comm);
-    std::string name = h.predefined_name != nullptr && !h.renamed.load() ? h.predefined_name
-                                                                          : h.comm.name();
+    // Until the program names it, a communicator's MPI name is the predefined one or empty
+    // (MPI 3.1 section 6.8; duplicates do not inherit names). The runtime's own name
+    // ("world.dup", ...) is what policies match and stays internal.
+    std::string name;
+    if (h.renamed.load()) {
+      name = h.comm.name();
+    } else if (h.predefined_name != nullptr) {
+      name = h.predefined_name;
+    }
     if (name.size() >= MPI_MAX_OBJECT_NAME) name.resize(MPI_MAX_OBJECT_NAME - 1);
     std::memcpy(comm_name, name.c_str(), name.size() + 1);
     *resultlen = static_cast<int>(name.size());

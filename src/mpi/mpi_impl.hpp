@@ -55,6 +55,7 @@ struct sempi_mpi_comm {
   std::atomic<MPI_Errhandler> errhandler{MPI_ERRORS_ARE_FATAL};
   /// "MPI_COMM_WORLD" / "MPI_COMM_SELF" for the predefined ones until MPI_Comm_set_name.
   const char* predefined_name = nullptr;
+  /// MPI_Comm_set_name has named it (the name is then comm's); unnamed ones have an empty name.
   std::atomic<bool> renamed{false};
   std::shared_ptr<const sempi::mpi::CartTopology> cart;
 };

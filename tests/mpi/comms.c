@@ -26,9 +26,18 @@ int main(int argc, char** argv) {
   CHECK(result == MPI_CONGRUENT);
   CHECK_MPI(MPI_Comm_compare(dup, dup, &result));
   CHECK(result == MPI_IDENT);
+  /* A communicator the program has not named has the empty name; names are not inherited
+   * (MPI 3.1 section 6.8). */
+  CHECK_MPI(MPI_Comm_get_name(dup, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
   CHECK_MPI(MPI_Comm_set_name(dup, "solver"));
   CHECK_MPI(MPI_Comm_get_name(dup, name, &len));
   CHECK(strcmp(name, "solver") == 0 && len == 6);
+  MPI_Comm dup_of_named;
+  CHECK_MPI(MPI_Comm_dup(dup, &dup_of_named));
+  CHECK_MPI(MPI_Comm_get_name(dup_of_named, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
+  CHECK_MPI(MPI_Comm_free(&dup_of_named));
   CHECK_MPI(MPI_Comm_test_inter(dup, &flag));
   CHECK(flag == 0);
   /* The same tag on world and dup never cross-match: post on dup first, send on world first. */
@@ -49,6 +58,8 @@ int main(int argc, char** argv) {
   /* Split by parity, ordered by descending rank. */
   MPI_Comm half;
   CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
+  CHECK_MPI(MPI_Comm_get_name(half, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
   int hrank = -1;
   int hsize = 0;
   CHECK_MPI(MPI_Comm_rank(half, &hrank));
