@@ -81,6 +81,13 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
     if (r.staged_recv && !s->cancelled) r.staged_recv->finish(s->bytes);
     if (r.on_complete && !s->cancelled) r.on_complete();
     to_mpi_status(*s, status);
+  } catch (const RequestError& e) {
+    // A truncated receive has still matched a message: the status names it and counts what
+    // was kept, and the kept part is unpacked like a complete message.
+    outcome.code = current_error_code(&outcome.message);
+    if (r.staged_recv) r.staged_recv->finish(e.status().bytes);
+    to_mpi_status(e.status(), status);
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome.code;
   } catch (...) {
     outcome.code = current_error_code(&outcome.message);
     if (status != MPI_STATUS_IGNORE) {
@@ -230,9 +237,15 @@ int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, M
     check_count(count);
     check_tag(tag, true);
     RecvBuffer area(buf, count, type_of(datatype));
-    const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
-    area.finish(s.bytes);
-    to_mpi_status(s, status);
+    try {
+      const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
+      area.finish(s.bytes);
+      to_mpi_status(s, status);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      area.finish(e.status().bytes);
+      to_mpi_status(e.status(), status);
+      throw;
+    }
   });
 }
 
@@ -284,10 +297,16 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
     check_tag(recvtag, true);
     const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
     RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
-    const sempi::Status got =
-        exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
-    in.finish(got.bytes);
-    to_mpi_status(got, status);
+    try {
+      const sempi::Status got =
+          exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
+      in.finish(got.bytes);
+      to_mpi_status(got, status);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      in.finish(e.status().bytes);
+      to_mpi_status(e.status(), status);
+      throw;
+    }
   });
 }
 
@@ -309,8 +328,15 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     }
     Staging in;
     in.allocate(bytes);
-    const sempi::Status got =
-        exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source, recvtag);
+    sempi::Status got;
+    try {
+      got = exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source,
+                     recvtag);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      type->unpack(in.data.get(), static_cast<std::int64_t>(e.status().bytes), count, at(buf, 0));
+      to_mpi_status(e.status(), status);
+      throw;
+    }
     type->unpack(in.data.get(), static_cast<std::int64_t>(got.bytes), count, at(buf, 0));
     to_mpi_status(got, status);
   });
