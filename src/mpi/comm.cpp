@@ -161,7 +161,7 @@ int MPI_Comm_size(MPI_Comm comm, int* size) {
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_dup", [&] {
     auto& h = comm_handle(comm);
-    *newcomm = new_comm_handle(h.comm.dup(), h.errhandler.load());
+    *newcomm = new_comm_handle(h.comm.dup(), h.errhandler->load());
     (*newcomm)->cart = h.cart;  // a duplicate keeps the topology
   });
 }
@@ -169,7 +169,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_split", [&] {
     auto& h = comm_handle(comm);
-    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler.load());
+    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
   });
 }
 
@@ -186,7 +186,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
     const int color = host_color(h.comm);
     *newcomm = new_comm_handle(
         h.comm.split(split_type == MPI_UNDEFINED ? MPI_UNDEFINED : color, key),
-        h.errhandler.load());
+        h.errhandler->load());
   });
 }
 
@@ -216,7 +216,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
       }
       key = static_cast<int>(it - g.world_ranks.begin());
     }
-    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler.load());
+    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
   });
 }
 
@@ -241,7 +241,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* new
     }
     *newcomm = new_comm_handle(
         sempi::mpi_bridge::create_from_members(h.comm, parent_ranks, h.comm.name() + ".group", tag),
-        h.errhandler.load());
+        h.errhandler->load());
   });
 }
 
@@ -475,7 +475,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
     }
     const int rank = h.comm.rank();
     *comm_cart = new_comm_handle(h.comm.split(rank < cells ? 0 : MPI_UNDEFINED, rank),
-                                 h.errhandler.load());
+                                 h.errhandler->load());
     if (*comm_cart != MPI_COMM_NULL) (*comm_cart)->cart = std::move(topo);
   });
 }

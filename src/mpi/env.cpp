@@ -359,8 +359,12 @@ int raise_current(MPI_Errhandler handler, const char* function) noexcept {
 }
 
 MPI_Errhandler handler_of(MPI_Comm comm) noexcept {
-  if (comm != nullptr && comm->magic == kCommMagic) return comm->errhandler.load();
-  return sempi_mpi_comm_world.errhandler.load();
+  return errhandler_slot_of(comm)->load();
+}
+
+ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept {
+  if (comm != nullptr && comm->magic == kCommMagic) return comm->errhandler;
+  return sempi_mpi_comm_world.errhandler;
 }
 
 // --- handle checks -----------------------------------------------------------------------------
@@ -476,7 +480,7 @@ MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited) {
   if (comm.is_null()) return MPI_COMM_NULL;
   auto* h = new sempi_mpi_comm;
   h->comm = std::move(comm);
-  h->errhandler = inherited;
+  h->errhandler->store(inherited);
   return h;
 }
 
@@ -678,13 +682,13 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
       fail(MPI_ERR_ARG, "unknown error handler (sempi provides MPI_ERRORS_ARE_FATAL and "
                         "MPI_ERRORS_RETURN)");
     }
-    h.errhandler = errhandler;
+    h.errhandler->store(errhandler);
   });
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
   return guarded(comm, "MPI_Comm_get_errhandler",
-                 [&] { *errhandler = comm_handle(comm).errhandler.load(); });
+                 [&] { *errhandler = comm_handle(comm).errhandler->load(); });
 }
 
 int MPI_Errhandler_free(MPI_Errhandler* errhandler) {

@@ -37,6 +37,11 @@ inline constexpr std::uint32_t kRequestMagic = 0x52657175;
 inline constexpr std::uint32_t kOpMagic = 0x4f707321;
 inline constexpr std::uint32_t kInfoMagic = 0x496e666f;
 
+/// A communicator's error handler, shared with the requests started on it: an error is
+/// reported through the handler set when it is raised, not when the request was started, and
+/// a request that outlives MPI_Comm_free still has one (MPI 3.1 section 8.3).
+using ErrhandlerSlot = std::shared_ptr<std::atomic<MPI_Errhandler>>;
+
 /// Cartesian topology attached to a communicator by MPI_Cart_create.
 struct CartTopology {
   std::vector<int> dims;
@@ -52,7 +57,8 @@ struct sempi_mpi_errhandler {
 struct sempi_mpi_comm {
   std::uint32_t magic = sempi::mpi::kCommMagic;
   sempi::Communicator comm;
-  std::atomic<MPI_Errhandler> errhandler{MPI_ERRORS_ARE_FATAL};
+  sempi::mpi::ErrhandlerSlot errhandler =
+      std::make_shared<std::atomic<MPI_Errhandler>>(MPI_ERRORS_ARE_FATAL);
   /// "MPI_COMM_WORLD" / "MPI_COMM_SELF" for the predefined ones until MPI_Comm_set_name.
   const char* predefined_name = nullptr;
   /// MPI_Comm_set_name has named it (the name is then comm's); unnamed ones have an empty name.
@@ -125,6 +131,8 @@ int raise_code(MPI_Errhandler handler, const char* function, int code,
                const std::string& message) noexcept;
 /// The handler that errors on `comm` go to (MPI_COMM_WORLD's if comm is not a valid handle).
 MPI_Errhandler handler_of(MPI_Comm comm) noexcept;
+/// Where `comm`'s handler is kept (MPI_COMM_WORLD's if comm is not a valid handle).
+ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept;
 
 /// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`.
 template <class F>

@@ -141,11 +141,11 @@ sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
 }
 
 MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
-                         MPI_Errhandler errhandler) {
+                         ErrhandlerSlot errhandler) {
   auto* r = new sempi_mpi_request;
   r->kind = kind;
   r->request = std::move(request);
-  r->errhandler = errhandler;
+  r->errhandler = std::move(errhandler);
   return r;
 }
 
@@ -256,7 +256,7 @@ int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int t
     check_count(count);
     std::unique_ptr<SendBuffer> keep;
     sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, false, keep);
-    *request = make_request(Kind::send, std::move(r), handler_of(comm));
+    *request = make_request(Kind::send, std::move(r), errhandler_slot_of(comm));
     (*request)->staged_send = std::move(keep);
   });
 }
@@ -268,7 +268,7 @@ int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int 
     check_count(count);
     std::unique_ptr<SendBuffer> keep;
     sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, true, keep);
-    *request = make_request(Kind::send, std::move(r), handler_of(comm));
+    *request = make_request(Kind::send, std::move(r), errhandler_slot_of(comm));
     (*request)->staged_send = std::move(keep);
   });
 }
@@ -281,7 +281,7 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
     check_tag(tag, true);
     std::unique_ptr<RecvBuffer> keep;
     sempi::Request r = start_recv(c, buf, count, type_of(datatype), source, tag, keep);
-    *request = make_request(Kind::recv, std::move(r), handler_of(comm));
+    *request = make_request(Kind::recv, std::move(r), errhandler_slot_of(comm));
     (*request)->staged_recv = std::move(keep);
   });
 }
@@ -395,7 +395,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
       empty_status(status);
       return MPI_SUCCESS;
     }
-    const MPI_Errhandler handler = r->errhandler;
+    const MPI_Errhandler handler = r->handler();
     return report(handler, "MPI_Wait", *complete(request, *r, true, status));
   });
 }
@@ -409,7 +409,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
       empty_status(status);
       return MPI_SUCCESS;
     }
-    const MPI_Errhandler handler = r->errhandler;
+    const MPI_Errhandler handler = r->handler();
     const auto outcome = complete(request, *r, false, status);
     *flag = outcome ? 1 : 0;
     return outcome ? report(handler, "MPI_Test", *outcome) : MPI_SUCCESS;
@@ -429,7 +429,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
         empty_status(status);
         continue;
       }
-      const MPI_Errhandler h = requests[i]->errhandler;
+      const MPI_Errhandler h = requests[i]->handler();
       const Outcome o = *complete(&requests[i], *requests[i], true, status);
       if (o.code != MPI_SUCCESS && first.code == MPI_SUCCESS) {
         first = o;
@@ -478,7 +478,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
       return MPI_SUCCESS;
     }
     *index = which;
-    const MPI_Errhandler handler = requests[which]->errhandler;
+    const MPI_Errhandler handler = requests[which]->handler();
     return report(handler, "MPI_Waitany",
                   *complete(&requests[which], *requests[which], true, status));
   });
@@ -493,7 +493,7 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
     for (int i = 0; i < count; ++i) {
       if (!is_active(requests[i])) continue;
       any_active = true;
-      const MPI_Errhandler handler = requests[i]->errhandler;
+      const MPI_Errhandler handler = requests[i]->handler();
       const auto outcome = complete(&requests[i], *requests[i], false, status);
       if (outcome) {
         *index = i;
@@ -525,7 +525,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
     for (int i = 0; i < incount; ++i) {
       if (!is_active(requests[i])) continue;
       MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
-      const MPI_Errhandler h = requests[i]->errhandler;
+      const MPI_Errhandler h = requests[i]->handler();
       const auto outcome = complete(&requests[i], *requests[i], i == first, status);
       if (!outcome) continue;
       if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
@@ -587,7 +587,7 @@ int persistent_init(const char* function, Mode mode, const void* buf, int count,
     r->kind = mode == Mode::recv ? Kind::recv : Kind::send;
     r->persistent = true;
     r->active = false;
-    r->errhandler = handler_of(comm);
+    r->errhandler = errhandler_slot_of(comm);
     r->args = {mode, buf, count, type_of(datatype), peer, tag, c};
     *request = r;
   });
@@ -619,7 +619,7 @@ int MPI_Start(MPI_Request* request) {
     if (!r->persistent) fail(MPI_ERR_REQUEST, "not a persistent request");
     if (r->active) fail(MPI_ERR_REQUEST, "the persistent request is already active");
     const auto& a = r->args;
-    return guarded_handler(r->errhandler, "MPI_Start", [&] {
+    return guarded_handler(r->handler(), "MPI_Start", [&] {
       if (a.mode == Mode::recv) {
         r->request = start_recv(a.comm, const_cast<void*>(a.buf), a.count, a.type, a.peer, a.tag,
                                 r->staged_recv);
