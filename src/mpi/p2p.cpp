@@ -129,6 +129,34 @@ int wait_for_any(int count, MPI_Request requests[]) {
   }
 }
 
+// The completion step of MPI_Waitsome / MPI_Testsome: completes every active request that
+// has finished (request `finished`, if not negative, is known to have), reporting them in
+// indices and statuses; errors per request go into the statuses (MPI 3.1 section 3.7.5).
+int complete_some(const char* function, int incount, MPI_Request requests[], int finished,
+                  int* outcount, int indices[], MPI_Status statuses[]) {
+  int n = 0;
+  MPI_Errhandler handler = MPI_ERRORS_RETURN;
+  Outcome failed;
+  for (int i = 0; i < incount; ++i) {
+    if (!is_active(requests[i])) continue;
+    MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
+    const MPI_Errhandler h = requests[i]->handler();
+    const auto outcome = complete(&requests[i], *requests[i], i == finished, status);
+    if (!outcome) continue;
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
+    if (outcome->code != MPI_SUCCESS && failed.code == MPI_SUCCESS) {
+      failed = *outcome;
+      handler = h;
+    }
+    indices[n++] = i;
+  }
+  *outcount = n;
+  if (failed.code == MPI_SUCCESS) return MPI_SUCCESS;
+  return raise_code(handler, function,
+                    statuses == MPI_STATUSES_IGNORE ? failed.code : MPI_ERR_IN_STATUS,
+                    failed.message);
+}
+
 }  // namespace
 
 sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
@@ -519,27 +547,21 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
       *outcount = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
-    int n = 0;
-    MPI_Errhandler handler = MPI_ERRORS_RETURN;
-    Outcome failed;
-    for (int i = 0; i < incount; ++i) {
-      if (!is_active(requests[i])) continue;
-      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
-      const MPI_Errhandler h = requests[i]->handler();
-      const auto outcome = complete(&requests[i], *requests[i], i == first, status);
-      if (!outcome) continue;
-      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
-      if (outcome->code != MPI_SUCCESS && failed.code == MPI_SUCCESS) {
-        failed = *outcome;
-        handler = h;
-      }
-      indices[n++] = i;
+    return complete_some("MPI_Waitsome", incount, requests, first, outcount, indices, statuses);
+  });
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Testsome", [&] {
+    check_count(incount);
+    for (int i = 0; i < incount; ++i) request_of(requests[i]);
+    reap_detached(false);
+    if (std::none_of(requests, requests + incount, is_active)) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
     }
-    *outcount = n;
-    if (failed.code == MPI_SUCCESS) return MPI_SUCCESS;
-    return raise_code(handler, "MPI_Waitsome",
-                      statuses == MPI_STATUSES_IGNORE ? failed.code : MPI_ERR_IN_STATUS,
-                      failed.message);
+    return complete_some("MPI_Testsome", incount, requests, -1, outcount, indices, statuses);
   });
 }
 
