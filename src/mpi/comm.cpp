@@ -48,10 +48,10 @@ void check_distinct(const sempi_mpi_group& g, const std::vector<int>& ranks) {
   }
 }
 
-// The ranks that MPI_Group_range_incl's (first, last, stride) triplets denote. Only those must
-// be valid and distinct; `last` itself need not be a rank (MPI 3.1 section 6.3.2: {0, 3, 2}
-// on three ranks is {0, 2}). Each rank is checked as it is produced, so a huge range fails
-// at its first invalid rank instead of being expanded.
+// The ranks that the (first, last, stride) triplets of MPI_Group_range_incl / _excl denote.
+// Only those must be valid and distinct; `last` itself need not be a rank (MPI 3.1 section
+// 6.3.2: {0, 3, 2} on three ranks is {0, 2}). Each rank is checked as it is produced, so a
+// huge range fails at its first invalid rank instead of being expanded.
 std::vector<int> expand_ranges(const sempi_mpi_group& g, int n, const int ranges[][3]) {
   std::vector<int> ranks;
   std::vector<bool> seen(g.world_ranks.size(), false);
@@ -358,6 +358,60 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
     std::vector<int> world;
     for (const int r : expand_ranges(g, n, ranges)) {
       world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_range_excl", [&] {
+    const auto& g = group_of(group);
+    check_count(n, "number of ranges");
+    std::vector<bool> excluded(g.world_ranks.size(), false);
+    for (const int r : expand_ranges(g, n, ranges)) {
+      excluded[static_cast<std::size_t>(r)] = true;
+    }
+    std::vector<int> world;
+    for (std::size_t r = 0; r < g.world_ranks.size(); ++r) {
+      if (!excluded[r]) world.push_back(g.world_ranks[r]);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+// Set operations (MPI 3.1 section 6.3.2): the result keeps group1's order, then (union)
+// group2's for the members group1 lacks.
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_union", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world = a;
+    for (const int w : b) {
+      if (std::find(a.begin(), a.end(), w) == a.end()) world.push_back(w);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_intersection", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world;
+    for (const int w : a) {
+      if (std::find(b.begin(), b.end(), w) != b.end()) world.push_back(w);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_difference", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world;
+    for (const int w : a) {
+      if (std::find(b.begin(), b.end(), w) == b.end()) world.push_back(w);
     }
     *newgroup = new_group(std::move(world));
   });

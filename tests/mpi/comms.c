@@ -140,6 +140,47 @@ int main(int argc, char** argv) {
   CHECK(result == (size == 1 ? MPI_IDENT : MPI_SIMILAR));
   CHECK_MPI(MPI_Group_compare(even_group, odd_group, &result));
   CHECK(result == MPI_UNEQUAL);
+  /* Set operations keep the first group's order (then the second's, for union). */
+  MPI_Group evens_then_odds;
+  CHECK_MPI(MPI_Group_union(even_group, odd_group, &evens_then_odds));
+  CHECK_MPI(MPI_Group_size(evens_then_odds, &gsize));
+  CHECK(gsize == size);
+  CHECK_MPI(MPI_Group_translate_ranks(world_group, size, all, evens_then_odds, translated));
+  for (int r = 0; r < size; ++r) CHECK(translated[r] == (r % 2 == 0 ? r / 2 : n_even + r / 2));
+  MPI_Group same;
+  CHECK_MPI(MPI_Group_union(world_group, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, world_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_intersection(evens_then_odds, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, even_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_intersection(even_group, odd_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, MPI_GROUP_EMPTY, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_difference(world_group, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, odd_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_difference(even_group, evens_then_odds, &same));
+  CHECK_MPI(MPI_Group_size(same, &gsize));
+  CHECK(gsize == 0);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_free(&evens_then_odds));
+  /* range_excl: the odd ranks are world without {0, 2, ...}; a range may end past the group. */
+  CHECK_MPI(MPI_Group_range_excl(world_group, 1, ranges, &same));
+  CHECK_MPI(MPI_Group_compare(same, odd_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  int zero_only[1][3] = {{0, size, size + 1}};
+  CHECK_MPI(MPI_Group_range_excl(world_group, 1, zero_only, &same));
+  CHECK_MPI(MPI_Group_size(same, &gsize));
+  CHECK_MPI(MPI_Group_rank(same, &grank));
+  CHECK(gsize == size - 1 && grank == (rank == 0 ? MPI_UNDEFINED : rank - 1));
+  CHECK_MPI(MPI_Group_free(&same));
+
   /* Only the ranks a range produces must be valid, not its end: {0, size, size + 1} is {0}. */
   int past_end[1][3] = {{0, size, size + 1}};
   MPI_Group just_zero;
