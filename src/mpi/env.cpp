@@ -589,6 +589,7 @@ int MPI_Init(int* argc, char*** argv) {
 int MPI_Finalize(void) {
   return guarded(MPI_COMM_WORLD, "MPI_Finalize", [&] {
     require_initialized("MPI_Finalize");
+    drain_buffered_sends();
     reap_detached(true);
     g_active = false;
     sempi_mpi_comm_world.comm = sempi::Communicator();

@@ -231,5 +231,7 @@ void empty_status(MPI_Status* out) noexcept;
 
 /// Completes freed-but-active requests that have finished (MPI_Request_free); `all` waits.
 void reap_detached(bool all);
+/// Waits until every buffered message (MPI_Bsend) has been sent, then detaches the buffer.
+void drain_buffered_sends() noexcept;
 
 }  // namespace sempi::mpi

@@ -54,6 +54,36 @@ void release(MPI_Request* handle, sempi_mpi_request& r) {
   if (handle != nullptr) *handle = MPI_REQUEST_NULL;
 }
 
+// MPI_Send, MPI_Ssend and MPI_Rsend.
+int blocking_send(const char* function, bool synchronous, const void* buf, int count,
+                  MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) noexcept {
+  return guarded(comm, function, [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const SendBuffer data(buf, count, *type_of(datatype));
+    check_tag(tag, false);
+    if (synchronous) {
+      c.ssend_bytes(data.ptr, data.bytes, dest, tag);
+    } else {
+      c.send_bytes(data.ptr, data.bytes, dest, tag);
+    }
+  });
+}
+
+// MPI_Isend, MPI_Issend and MPI_Irsend.
+int nonblocking_send(const char* function, bool synchronous, const void* buf, int count,
+                     MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                     MPI_Request* request) noexcept {
+  return guarded(comm, function, [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    std::unique_ptr<SendBuffer> keep;
+    Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, synchronous, keep);
+    *request = make_request(sempi_mpi_request::Kind::send, std::move(r), errhandler_slot_of(comm));
+    (*request)->staged_send = std::move(keep);
+  });
+}
+
 // The outcome of one request completion.
 struct Outcome {
   int code = MPI_SUCCESS;
@@ -238,24 +268,19 @@ extern "C" {
 
 int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
              MPI_Comm comm) {
-  return guarded(comm, "MPI_Send", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const SendBuffer data(buf, count, *type_of(datatype));
-    check_tag(tag, false);
-    c.send_bytes(data.ptr, data.bytes, dest, tag);
-  });
+  return blocking_send("MPI_Send", false, buf, count, datatype, dest, tag, comm);
 }
 
 int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm) {
-  return guarded(comm, "MPI_Ssend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const SendBuffer data(buf, count, *type_of(datatype));
-    check_tag(tag, false);
-    c.ssend_bytes(data.ptr, data.bytes, dest, tag);
-  });
+  return blocking_send("MPI_Ssend", true, buf, count, datatype, dest, tag, comm);
+}
+
+// Ready mode (MPI 3.1 section 3.4) promises that the receive is already posted; a standard
+// send is a correct implementation of it.
+int MPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm) {
+  return blocking_send("MPI_Rsend", false, buf, count, datatype, dest, tag, comm);
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -279,26 +304,17 @@ int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, M
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  return guarded(comm, "MPI_Isend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    std::unique_ptr<SendBuffer> keep;
-    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, false, keep);
-    *request = make_request(Kind::send, std::move(r), errhandler_slot_of(comm));
-    (*request)->staged_send = std::move(keep);
-  });
+  return nonblocking_send("MPI_Isend", false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request* request) {
-  return guarded(comm, "MPI_Issend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    std::unique_ptr<SendBuffer> keep;
-    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, true, keep);
-    *request = make_request(Kind::send, std::move(r), errhandler_slot_of(comm));
-    (*request)->staged_send = std::move(keep);
-  });
+  return nonblocking_send("MPI_Issend", true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int MPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request* request) {
+  return nonblocking_send("MPI_Irsend", false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
