@@ -264,6 +264,8 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_WTIME_IS_GLOBAL 4
 #define MPI_UNIVERSE_SIZE 5
 #define MPI_APPNUM 6
+/* Not a key: what MPI_Comm_free_keyval leaves in the variable. */
+#define MPI_KEYVAL_INVALID (-1)
 
 /* ---- error classes (error codes equal their class) ---------------------------------------- */
 #define MPI_SUCCESS 0
@@ -303,6 +305,21 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 
 /* ---- callbacks ---------------------------------------------------------------------------- */
 typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef int(MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                         void *attribute_val_in, void *attribute_val_out,
+                                         int *flag);
+typedef int(MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                           void *extra_state);
+/* The predefined attribute callbacks: copy nothing, copy the value itself, delete nothing. */
+int sempi_mpi_comm_null_copy_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                void *attribute_val_in, void *attribute_val_out, int *flag);
+int sempi_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                          void *attribute_val_in, void *attribute_val_out, int *flag);
+int sempi_mpi_comm_null_delete_fn(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                  void *extra_state);
+#define MPI_COMM_NULL_COPY_FN sempi_mpi_comm_null_copy_fn
+#define MPI_COMM_DUP_FN sempi_mpi_comm_dup_fn
+#define MPI_COMM_NULL_DELETE_FN sempi_mpi_comm_null_delete_fn
 
 /* ---- environment -------------------------------------------------------------------------- */
 int MPI_Init(int *argc, char ***argv);
@@ -475,7 +492,13 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                           void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);

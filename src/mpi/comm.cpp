@@ -138,6 +138,7 @@ void free_comm_handle(MPI_Comm* comm) {
   if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF) {
     fail(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
   }
+  delete_attributes(*comm);
   h.magic = 0;
   delete &h;
   *comm = MPI_COMM_NULL;
@@ -161,8 +162,19 @@ int MPI_Comm_size(MPI_Comm comm, int* size) {
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_dup", [&] {
     auto& h = comm_handle(comm);
-    *newcomm = new_comm_handle(h.comm.dup(), h.errhandler->load());
-    (*newcomm)->cart = h.cart;  // a duplicate keeps the topology
+    MPI_Comm dup = new_comm_handle(h.comm.dup(), h.errhandler->load());
+    dup->cart = h.cart;  // a duplicate keeps the topology
+    try {
+      copy_attributes(comm, dup);
+    } catch (...) {
+      try {
+        delete_attributes(dup);  // the copies made so far
+      } catch (...) {  // the copy callback's error is the one to report
+      }
+      delete dup;
+      throw;
+    }
+    *newcomm = dup;
   });
 }
 

@@ -42,6 +42,21 @@ inline constexpr std::uint32_t kInfoMagic = 0x496e666f;
 /// a request that outlives MPI_Comm_free still has one (MPI 3.1 section 8.3).
 using ErrhandlerSlot = std::shared_ptr<std::atomic<MPI_Errhandler>>;
 
+/// An attribute key made by MPI_Comm_create_keyval, with its callbacks. Attributes hold it
+/// shared, so MPI_Comm_free_keyval leaves existing attributes (and their callbacks) working.
+struct Keyval {
+  int id = 0;
+  MPI_Comm_copy_attr_function* copy = nullptr;
+  MPI_Comm_delete_attr_function* destroy = nullptr;
+  void* extra_state = nullptr;
+};
+
+/// A value cached on a communicator (MPI_Comm_set_attr).
+struct Attribute {
+  std::shared_ptr<const Keyval> key;
+  void* value = nullptr;
+};
+
 /// Cartesian topology attached to a communicator by MPI_Cart_create.
 struct CartTopology {
   std::vector<int> dims;
@@ -64,6 +79,8 @@ struct sempi_mpi_comm {
   /// MPI_Comm_set_name has named it (the name is then comm's); unnamed ones have an empty name.
   std::atomic<bool> renamed{false};
   std::shared_ptr<const sempi::mpi::CartTopology> cart;
+  std::mutex attributes_mu;
+  std::vector<sempi::mpi::Attribute> attributes;  // in the order they were set
 };
 
 struct sempi_mpi_group {
@@ -228,6 +245,15 @@ void to_mpi_status(const Status& in, MPI_Status* out) noexcept;
 void empty_status(MPI_Status* out) noexcept;
 
 // --- runtime hooks -----------------------------------------------------------------------------
+
+/// The value of a predefined attribute (MPI_TAG_UB, ...), or null for other keys.
+const int* predefined_attribute(int keyval) noexcept;
+/// MPI_Comm_dup's attribute step: runs each attribute's copy callback and caches the copies
+/// it asks for on `to`. Throws (the callback's code) if a callback fails.
+void copy_attributes(MPI_Comm from, MPI_Comm to);
+/// Removes every attribute from `comm`, last set first, running the delete callbacks
+/// (MPI_Comm_free, MPI_Finalize). Throws (the callback's code) if a callback fails.
+void delete_attributes(MPI_Comm comm);
 
 /// Completes freed-but-active requests that have finished (MPI_Request_free); `all` waits.
 void reap_detached(bool all);
