@@ -245,6 +245,9 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 
 #define MPI_COMM_TYPE_SHARED 1
 
+/* Bytes a buffered message (MPI_Bsend) takes in the attached buffer beyond its packed size. */
+#define MPI_BSEND_OVERHEAD 64
+
 /* Topologies (MPI_Topo_test). */
 #define MPI_GRAPH 1
 #define MPI_CART 2
@@ -261,6 +264,8 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_WTIME_IS_GLOBAL 4
 #define MPI_UNIVERSE_SIZE 5
 #define MPI_APPNUM 6
+/* Not a key: what MPI_Comm_free_keyval leaves in the variable. */
+#define MPI_KEYVAL_INVALID (-1)
 
 /* ---- error classes (error codes equal their class) ---------------------------------------- */
 #define MPI_SUCCESS 0
@@ -300,6 +305,21 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 
 /* ---- callbacks ---------------------------------------------------------------------------- */
 typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef int(MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                         void *attribute_val_in, void *attribute_val_out,
+                                         int *flag);
+typedef int(MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                           void *extra_state);
+/* The predefined attribute callbacks: copy nothing, copy the value itself, delete nothing. */
+int sempi_mpi_comm_null_copy_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                void *attribute_val_in, void *attribute_val_out, int *flag);
+int sempi_mpi_comm_dup_fn(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                          void *attribute_val_in, void *attribute_val_out, int *flag);
+int sempi_mpi_comm_null_delete_fn(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                  void *extra_state);
+#define MPI_COMM_NULL_COPY_FN sempi_mpi_comm_null_copy_fn
+#define MPI_COMM_DUP_FN sempi_mpi_comm_dup_fn
+#define MPI_COMM_NULL_DELETE_FN sempi_mpi_comm_null_delete_fn
 
 /* ---- environment -------------------------------------------------------------------------- */
 int MPI_Init(int *argc, char ***argv);
@@ -327,11 +347,21 @@ int MPI_Free_mem(void *base);
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm);
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm);
+int MPI_Buffer_attach(void *buffer, int size);
+int MPI_Buffer_detach(void *buffer_addr, int *size);
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status);
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request);
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request);
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request *request);
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request *request);
@@ -354,6 +384,8 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
                 MPI_Status array_of_statuses[]);
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
                 MPI_Status *status);
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]);
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 int MPI_Request_free(MPI_Request *request);
@@ -460,11 +492,21 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                           void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
 int MPI_Group_size(MPI_Group group, int *size);
 int MPI_Group_rank(MPI_Group group, int *rank);
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,

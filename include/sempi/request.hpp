@@ -11,9 +11,26 @@
 #include <span>
 #include <vector>
 
+#include <string>
+
+#include "sempi/error.hpp"
 #include "sempi/status.hpp"
 
 namespace sempi {
+
+/// What Request::wait() and test() (and the blocking calls built on them) throw when the
+/// operation failed. status() is what is known of the operation: a truncated receive has
+/// matched a message, so it names the sender, the tag and the bytes kept; after other failures
+/// it is the empty status. Catch sempi::Error for the error class alone.
+class RequestError : public Error {
+ public:
+  RequestError(const Status& status, const std::string& message)
+      : Error(status.error, message), status_(status) {}
+  [[nodiscard]] const Status& status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
 
 namespace detail {
 struct RequestState;
@@ -23,8 +40,8 @@ class [[nodiscard]] Request {
  public:
   Request() = default;  ///< the null request; wait() returns at once
 
-  /// Blocks until the operation completes. Throws sempi::Error if it failed (e.g. truncation,
-  /// a failed peer, policy denial). Waiting again returns the same status.
+  /// Blocks until the operation completes. Throws sempi::RequestError if it failed (e.g.
+  /// truncation, a failed peer, policy denial). Waiting again returns the same status.
   Status wait();
   /// Returns the status if complete (throwing like wait() on failure), nullopt otherwise.
   std::optional<Status> test();

@@ -8,7 +8,9 @@ namespace sempi {
 namespace {
 
 Status checked_status(const detail::RequestState& state) {
-  if (state.status.error != ErrorClass::success) throw Error(state.status.error, state.error_message);
+  if (state.status.error != ErrorClass::success) {
+    throw RequestError(state.status, state.error_message);
+  }
   return state.status;
 }
 

@@ -305,7 +305,8 @@ Unpack if_staged(const Staging& received, F&& unpack) {
 
 MPI_Request hand_over(sempi::Request r, MPI_Comm comm, std::vector<Staging> staging,
                       Unpack unpack) {
-  auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r), handler_of(comm));
+  auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r),
+                         errhandler_slot_of(comm));
   h->scratch = std::move(staging);
   if (unpack) h->on_complete = [h, unpack = std::move(unpack)] { unpack(h->scratch); };
   return h;
@@ -961,7 +962,8 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
   return guarded(comm, "MPI_Ibarrier", [&] {
     const auto& c = comm_of(comm);
-    *request = make_request(sempi_mpi_request::Kind::collective, c.ibarrier(), handler_of(comm));
+    *request = make_request(sempi_mpi_request::Kind::collective, c.ibarrier(),
+                            errhandler_slot_of(comm));
   });
 }
 

@@ -48,6 +48,32 @@ void check_distinct(const sempi_mpi_group& g, const std::vector<int>& ranks) {
   }
 }
 
+// The ranks that the (first, last, stride) triplets of MPI_Group_range_incl / _excl denote.
+// Only those must be valid and distinct; `last` itself need not be a rank (MPI 3.1 section
+// 6.3.2: {0, 3, 2} on three ranks is {0, 2}). Each rank is checked as it is produced, so a
+// huge range fails at its first invalid rank instead of being expanded.
+std::vector<int> expand_ranges(const sempi_mpi_group& g, int n, const int ranges[][3]) {
+  std::vector<int> ranks;
+  std::vector<bool> seen(g.world_ranks.size(), false);
+  for (int i = 0; i < n; ++i) {
+    const int first = ranges[i][0];
+    const int last = ranges[i][1];
+    const int stride = ranges[i][2];
+    if (stride == 0) fail(MPI_ERR_ARG, "range with stride 0");
+    // 64 bits: the step past `last` must not overflow.
+    for (std::int64_t r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+      const int rank = static_cast<int>(r);  // between first and last, so it fits
+      check_group_rank(g, rank);
+      if (seen[static_cast<std::size_t>(rank)]) {
+        fail(MPI_ERR_RANK, "rank " + std::to_string(rank) + " appears twice");
+      }
+      seen[static_cast<std::size_t>(rank)] = true;
+      ranks.push_back(rank);
+    }
+  }
+  return ranks;
+}
+
 const CartTopology& cart_of(const sempi_mpi_comm& h) {
   if (!h.cart) fail(MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology");
   return *h.cart;
@@ -112,6 +138,7 @@ void free_comm_handle(MPI_Comm* comm) {
   if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF) {
     fail(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
   }
+  delete_attributes(*comm);
   h.magic = 0;
   delete &h;
   *comm = MPI_COMM_NULL;
@@ -135,15 +162,26 @@ int MPI_Comm_size(MPI_Comm comm, int* size) {
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_dup", [&] {
     auto& h = comm_handle(comm);
-    *newcomm = new_comm_handle(h.comm.dup(), h.errhandler.load());
-    (*newcomm)->cart = h.cart;  // a duplicate keeps the topology
+    MPI_Comm dup = new_comm_handle(h.comm.dup(), h.errhandler->load());
+    dup->cart = h.cart;  // a duplicate keeps the topology
+    try {
+      copy_attributes(comm, dup);
+    } catch (...) {
+      try {
+        delete_attributes(dup);  // the copies made so far
+      } catch (...) {  // the copy callback's error is the one to report
+      }
+      delete dup;
+      throw;
+    }
+    *newcomm = dup;
   });
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_split", [&] {
     auto& h = comm_handle(comm);
-    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler.load());
+    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
   });
 }
 
@@ -160,7 +198,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
     const int color = host_color(h.comm);
     *newcomm = new_comm_handle(
         h.comm.split(split_type == MPI_UNDEFINED ? MPI_UNDEFINED : color, key),
-        h.errhandler.load());
+        h.errhandler->load());
   });
 }
 
@@ -177,9 +215,20 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
     const int me = members[static_cast<std::size_t>(h.comm.rank())];
     const auto it = std::find(g.world_ranks.begin(), g.world_ranks.end(), me);
     const bool member = it != g.world_ranks.end();
-    const int key = member ? static_cast<int>(it - g.world_ranks.begin()) : 0;
-    *newcomm = new_comm_handle(h.comm.split(member ? 0 : MPI_UNDEFINED, key),
-                               h.errhandler.load());
+    // Callers may pass different, disjoint groups (MPI 3.1 section 6.4.2): each group gets a
+    // communicator of its own, so the color names the group by its lowest parent rank (the
+    // same for every member of it) and the key orders the members as the group does.
+    int color = MPI_UNDEFINED;
+    int key = 0;
+    if (member) {
+      color = static_cast<int>(members.size());
+      for (const int w : g.world_ranks) {
+        const auto parent_rank = std::find(members.begin(), members.end(), w) - members.begin();
+        color = std::min(color, static_cast<int>(parent_rank));
+      }
+      key = static_cast<int>(it - g.world_ranks.begin());
+    }
+    *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
   });
 }
 
@@ -204,7 +253,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* new
     }
     *newcomm = new_comm_handle(
         sempi::mpi_bridge::create_from_members(h.comm, parent_ranks, h.comm.name() + ".group", tag),
-        h.errhandler.load());
+        h.errhandler->load());
   });
 }
 
@@ -247,8 +296,15 @@ int MPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
 int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
   return guarded(comm, "MPI_Comm_get_name", [&] {
     auto& h = comm_handle(comm);
-    std::string name = h.predefined_name != nullptr && !h.renamed.load() ? h.predefined_name
-                                                                          : h.comm.name();
+    // Until the program names it, a communicator's MPI name is the predefined one or empty
+    // (MPI 3.1 section 6.8; duplicates do not inherit names). The runtime's own name
+    // ("world.dup", ...) is what policies match and stays internal.
+    std::string name;
+    if (h.renamed.load()) {
+      name = h.comm.name();
+    } else if (h.predefined_name != nullptr) {
+      name = h.predefined_name;
+    }
     if (name.size() >= MPI_MAX_OBJECT_NAME) name.resize(MPI_MAX_OBJECT_NAME - 1);
     std::memcpy(comm_name, name.c_str(), name.size() + 1);
     *resultlen = static_cast<int>(name.size());
@@ -311,19 +367,64 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_incl", [&] {
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
-    std::vector<int> chosen;
-    for (int i = 0; i < n; ++i) {
-      const int first = ranges[i][0];
-      const int last = ranges[i][1];
-      const int stride = ranges[i][2];
-      if (stride == 0) fail(MPI_ERR_ARG, "range with stride 0");
-      check_group_rank(g, first);
-      check_group_rank(g, last);
-      for (int r = first; stride > 0 ? r <= last : r >= last; r += stride) chosen.push_back(r);
-    }
-    check_distinct(g, chosen);
     std::vector<int> world;
-    for (const int r : chosen) world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
+    for (const int r : expand_ranges(g, n, ranges)) {
+      world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_range_excl", [&] {
+    const auto& g = group_of(group);
+    check_count(n, "number of ranges");
+    std::vector<bool> excluded(g.world_ranks.size(), false);
+    for (const int r : expand_ranges(g, n, ranges)) {
+      excluded[static_cast<std::size_t>(r)] = true;
+    }
+    std::vector<int> world;
+    for (std::size_t r = 0; r < g.world_ranks.size(); ++r) {
+      if (!excluded[r]) world.push_back(g.world_ranks[r]);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+// Set operations (MPI 3.1 section 6.3.2): the result keeps group1's order, then (union)
+// group2's for the members group1 lacks.
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_union", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world = a;
+    for (const int w : b) {
+      if (std::find(a.begin(), a.end(), w) == a.end()) world.push_back(w);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_intersection", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world;
+    for (const int w : a) {
+      if (std::find(b.begin(), b.end(), w) != b.end()) world.push_back(w);
+    }
+    *newgroup = new_group(std::move(world));
+  });
+}
+
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
+  return guarded(MPI_COMM_WORLD, "MPI_Group_difference", [&] {
+    const auto& a = group_of(group1).world_ranks;
+    const auto& b = group_of(group2).world_ranks;
+    std::vector<int> world;
+    for (const int w : a) {
+      if (std::find(b.begin(), b.end(), w) == b.end()) world.push_back(w);
+    }
     *newgroup = new_group(std::move(world));
   });
 }
@@ -440,7 +541,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
     }
     const int rank = h.comm.rank();
     *comm_cart = new_comm_handle(h.comm.split(rank < cells ? 0 : MPI_UNDEFINED, rank),
-                                 h.errhandler.load());
+                                 h.errhandler->load());
     if (*comm_cart != MPI_COMM_NULL) (*comm_cart)->cart = std::move(topo);
   });
 }

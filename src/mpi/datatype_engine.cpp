@@ -10,21 +10,44 @@ namespace {
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
+// One bound of a type under construction. Explicit candidates (markers) override implicit
+// ones (data); among candidates of the same kind the extreme one wins.
+struct Bound {
+  std::int64_t value = 0;
+  bool is_explicit = false;
+  bool empty = true;
+  template <class Pick>
+  void add(std::int64_t candidate, bool candidate_explicit, Pick pick) {
+    if (empty || (candidate_explicit && !is_explicit)) {
+      value = candidate;
+      is_explicit = candidate_explicit;
+      empty = false;
+    } else if (candidate_explicit == is_explicit) {
+      value = pick(value, candidate);
+    }  // an implicit candidate cannot move an explicit bound
+  }
+};
+
 // Bounds of `count` instances of `old` placed at displacement, displacement + extent, ...
 struct Bounds {
-  std::int64_t lb = kMax, ub = kMin, true_lb = kMax, true_ub = kMin;
+  Bound lb, ub;
+  std::int64_t true_lb = kMax, true_ub = kMin;
   void add(const TypeMap& old, std::int64_t displacement, std::int64_t count) {
     if (count <= 0) return;
     const std::int64_t last = displacement + (count - 1) * old.extent();
-    lb = std::min({lb, displacement + old.lb, last + old.lb});
-    ub = std::max({ub, displacement + old.ub, last + old.ub});
+    const auto lower = [](std::int64_t a, std::int64_t b) { return std::min(a, b); };
+    const auto upper = [](std::int64_t a, std::int64_t b) { return std::max(a, b); };
+    lb.add(std::min(displacement + old.lb, last + old.lb), old.explicit_lb, lower);
+    ub.add(std::max(displacement + old.ub, last + old.ub), old.explicit_ub, upper);
     true_lb = std::min({true_lb, displacement + old.true_lb, last + old.true_lb});
     true_ub = std::max({true_ub, displacement + old.true_ub, last + old.true_ub});
   }
   void store(TypeMap& t) const {
-    if (lb == kMax) return;  // empty typemap: all bounds stay 0
-    t.lb = lb;
-    t.ub = ub;
+    if (lb.empty) return;  // empty typemap: all bounds stay 0
+    t.lb = lb.value;
+    t.ub = ub.value;
+    t.explicit_lb = lb.is_explicit;
+    t.explicit_ub = ub.is_explicit;
     t.true_lb = true_lb;
     t.true_ub = true_ub;
   }
@@ -178,9 +201,10 @@ std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> 
   }
   if (t->reduce_basic == Basic::none) t->reduce_count = 0;
   bounds.store(*t);
-  // Like a C struct, the extent is padded to a multiple of the strictest member alignment.
+  // Like a C struct, the extent is padded to a multiple of the strictest member alignment,
+  // unless a member's marker fixes the upper bound.
   const std::int64_t ext = t->extent();
-  if (ext > 0 && ext % t->align != 0) t->ub += t->align - ext % t->align;
+  if (!t->explicit_ub && ext > 0 && ext % t->align != 0) t->ub += t->align - ext % t->align;
   return t;
 }
 
@@ -189,6 +213,8 @@ std::shared_ptr<const TypeMap> TypeMap::resized(const TypeMap& old, std::int64_t
   auto t = std::make_shared<TypeMap>(old);
   t->lb = lb;
   t->ub = lb + extent;
+  t->explicit_lb = true;
+  t->explicit_ub = true;
   return t;
 }
 

@@ -49,6 +49,12 @@ class TypeMap {
   std::int64_t true_lb = 0;
   std::int64_t true_ub = 0;
   std::int64_t align = 1;     // alignment used to pad struct extents, as C does
+  /// lb / ub are explicit markers (set by MPI_Type_create_resized, directly or in a member).
+  /// Markers are sticky: a type built from members with a marker takes that bound from the
+  /// markers alone, and a struct with an explicit ub is not padded (MPI 3.1 sections
+  /// 4.1.6-4.1.7).
+  bool explicit_lb = false;
+  bool explicit_ub = false;
   /// The one basic type all elements share for reductions (pairs count as one element), and
   /// how many of them one instance holds; `none` if mixed.
   Basic reduce_basic = Basic::none;

@@ -229,6 +229,7 @@ const char* class_description(int code) noexcept {
     case SEMPI_ERR_TIMEOUT: return "a deadline passed";
     case SEMPI_ERR_PEER_FAILED: return "a peer rank failed or the job was aborted";
     case SEMPI_ERR_CONFIG: return "bad configuration";
+    case MPI_ERR_LASTCODE: return "last error code";
     default: return nullptr;
   }
 }
@@ -302,6 +303,7 @@ const char* mpi_class_name(int code) noexcept {
     case SEMPI_ERR_TIMEOUT: return "SEMPI_ERR_TIMEOUT";
     case SEMPI_ERR_PEER_FAILED: return "SEMPI_ERR_PEER_FAILED";
     case SEMPI_ERR_CONFIG: return "SEMPI_ERR_CONFIG";
+    case MPI_ERR_LASTCODE: return "MPI_ERR_LASTCODE";
     default: return "MPI_ERR_UNKNOWN";
   }
 }
@@ -356,9 +358,25 @@ int raise_current(MPI_Errhandler handler, const char* function) noexcept {
   return raise_code(handler, function, code, message);
 }
 
+const int* predefined_attribute(int keyval) noexcept {
+  switch (keyval) {
+    case MPI_TAG_UB: return &kAttrTagUb;
+    case MPI_HOST: return &kAttrHost;
+    case MPI_IO: return &kAttrIo;
+    case MPI_WTIME_IS_GLOBAL: return &kAttrWtimeIsGlobal;
+    case MPI_UNIVERSE_SIZE: return &g_universe_size;
+    case MPI_APPNUM: return &kAttrAppnum;
+    default: return nullptr;
+  }
+}
+
 MPI_Errhandler handler_of(MPI_Comm comm) noexcept {
-  if (comm != nullptr && comm->magic == kCommMagic) return comm->errhandler.load();
-  return sempi_mpi_comm_world.errhandler.load();
+  return errhandler_slot_of(comm)->load();
+}
+
+ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept {
+  if (comm != nullptr && comm->magic == kCommMagic) return comm->errhandler;
+  return sempi_mpi_comm_world.errhandler;
 }
 
 // --- handle checks -----------------------------------------------------------------------------
@@ -474,7 +492,7 @@ MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited) {
   if (comm.is_null()) return MPI_COMM_NULL;
   auto* h = new sempi_mpi_comm;
   h->comm = std::move(comm);
-  h->errhandler = inherited;
+  h->errhandler->store(inherited);
   return h;
 }
 
@@ -583,12 +601,27 @@ int MPI_Init(int* argc, char*** argv) {
 int MPI_Finalize(void) {
   return guarded(MPI_COMM_WORLD, "MPI_Finalize", [&] {
     require_initialized("MPI_Finalize");
+    // As if MPI_COMM_SELF were freed first (MPI 3.1 section 8.7): its attributes' delete
+    // callbacks run while MPI is still fully usable; then world's. A failing callback is
+    // reported, but the job still finalizes.
+    int callback_error = MPI_SUCCESS;
+    std::string callback_message;
+    try {
+      delete_attributes(MPI_COMM_SELF);
+      delete_attributes(MPI_COMM_WORLD);
+    } catch (...) {
+      callback_error = current_error_code(&callback_message);
+    }
+    drain_buffered_sends();
     reap_detached(true);
     g_active = false;
     sempi_mpi_comm_world.comm = sempi::Communicator();
     sempi_mpi_comm_self.comm = sempi::Communicator();
     sempi_mpi_comm_world.cart.reset();
     g_environment.reset();  // waits until every rank has reached finalize
+    if (callback_error == MPI_SUCCESS) return MPI_SUCCESS;
+    return raise_code(handler_of(MPI_COMM_WORLD), "MPI_Finalize", callback_error,
+                      callback_message);
   });
 }
 
@@ -676,13 +709,13 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
       fail(MPI_ERR_ARG, "unknown error handler (sempi provides MPI_ERRORS_ARE_FATAL and "
                         "MPI_ERRORS_RETURN)");
     }
-    h.errhandler = errhandler;
+    h.errhandler->store(errhandler);
   });
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
   return guarded(comm, "MPI_Comm_get_errhandler",
-                 [&] { *errhandler = comm_handle(comm).errhandler.load(); });
+                 [&] { *errhandler = comm_handle(comm).errhandler->load(); });
 }
 
 int MPI_Errhandler_free(MPI_Errhandler* errhandler) {
@@ -707,28 +740,6 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 int MPI_Free_mem(void* base) {
   std::free(base);
   return MPI_SUCCESS;
-}
-
-int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
-  return guarded(comm, "MPI_Comm_get_attr", [&] {
-    comm_handle(comm);
-    const int* value = nullptr;
-    switch (comm_keyval) {
-      case MPI_TAG_UB: value = &kAttrTagUb; break;
-      case MPI_HOST: value = &kAttrHost; break;
-      case MPI_IO: value = &kAttrIo; break;
-      case MPI_WTIME_IS_GLOBAL: value = &kAttrWtimeIsGlobal; break;
-      case MPI_UNIVERSE_SIZE: value = &g_universe_size; break;
-      case MPI_APPNUM: value = &kAttrAppnum; break;
-      default:
-        fail(MPI_ERR_KEYVAL, "unknown attribute key " + std::to_string(comm_keyval) +
-                                 " (sempi provides the predefined attributes only)");
-    }
-    // The attribute is a pointer to the value, stored where attribute_val points.
-    const void* p = value;
-    std::memcpy(attribute_val, &p, sizeof p);
-    *flag = 1;
-  });
 }
 
 // --- info --------------------------------------------------------------------------------------

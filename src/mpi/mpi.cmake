@@ -2,7 +2,7 @@
 # compiler wrappers sempicc / sempicxx and the pkg-config file sempi-mpi.pc.
 
 add_library(sempi_mpi SHARED
-  mpi/env.cpp mpi/p2p.cpp mpi/comm.cpp mpi/datatype.cpp mpi/coll.cpp mpi/datatype_engine.cpp)
+  mpi/env.cpp mpi/p2p.cpp mpi/bsend.cpp mpi/comm.cpp mpi/attr.cpp mpi/datatype.cpp mpi/coll.cpp mpi/datatype_engine.cpp)
 add_library(sempi::sempi_mpi ALIAS sempi_mpi)
 set_target_properties(sempi_mpi PROPERTIES
   OUTPUT_NAME sempi_mpi

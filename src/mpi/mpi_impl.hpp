@@ -37,6 +37,26 @@ inline constexpr std::uint32_t kRequestMagic = 0x52657175;
 inline constexpr std::uint32_t kOpMagic = 0x4f707321;
 inline constexpr std::uint32_t kInfoMagic = 0x496e666f;
 
+/// A communicator's error handler, shared with the requests started on it: an error is
+/// reported through the handler set when it is raised, not when the request was started, and
+/// a request that outlives MPI_Comm_free still has one (MPI 3.1 section 8.3).
+using ErrhandlerSlot = std::shared_ptr<std::atomic<MPI_Errhandler>>;
+
+/// An attribute key made by MPI_Comm_create_keyval, with its callbacks. Attributes hold it
+/// shared, so MPI_Comm_free_keyval leaves existing attributes (and their callbacks) working.
+struct Keyval {
+  int id = 0;
+  MPI_Comm_copy_attr_function* copy = nullptr;
+  MPI_Comm_delete_attr_function* destroy = nullptr;
+  void* extra_state = nullptr;
+};
+
+/// A value cached on a communicator (MPI_Comm_set_attr).
+struct Attribute {
+  std::shared_ptr<const Keyval> key;
+  void* value = nullptr;
+};
+
 /// Cartesian topology attached to a communicator by MPI_Cart_create.
 struct CartTopology {
   std::vector<int> dims;
@@ -52,11 +72,15 @@ struct sempi_mpi_errhandler {
 struct sempi_mpi_comm {
   std::uint32_t magic = sempi::mpi::kCommMagic;
   sempi::Communicator comm;
-  std::atomic<MPI_Errhandler> errhandler{MPI_ERRORS_ARE_FATAL};
+  sempi::mpi::ErrhandlerSlot errhandler =
+      std::make_shared<std::atomic<MPI_Errhandler>>(MPI_ERRORS_ARE_FATAL);
   /// "MPI_COMM_WORLD" / "MPI_COMM_SELF" for the predefined ones until MPI_Comm_set_name.
   const char* predefined_name = nullptr;
+  /// MPI_Comm_set_name has named it (the name is then comm's); unnamed ones have an empty name.
   std::atomic<bool> renamed{false};
   std::shared_ptr<const sempi::mpi::CartTopology> cart;
+  std::mutex attributes_mu;
+  std::vector<sempi::mpi::Attribute> attributes;  // in the order they were set
 };
 
 struct sempi_mpi_group {
@@ -124,6 +148,8 @@ int raise_code(MPI_Errhandler handler, const char* function, int code,
                const std::string& message) noexcept;
 /// The handler that errors on `comm` go to (MPI_COMM_WORLD's if comm is not a valid handle).
 MPI_Errhandler handler_of(MPI_Comm comm) noexcept;
+/// Where `comm`'s handler is kept (MPI_COMM_WORLD's if comm is not a valid handle).
+ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept;
 
 /// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`.
 template <class F>
@@ -220,7 +246,18 @@ void empty_status(MPI_Status* out) noexcept;
 
 // --- runtime hooks -----------------------------------------------------------------------------
 
+/// The value of a predefined attribute (MPI_TAG_UB, ...), or null for other keys.
+const int* predefined_attribute(int keyval) noexcept;
+/// MPI_Comm_dup's attribute step: runs each attribute's copy callback and caches the copies
+/// it asks for on `to`. Throws (the callback's code) if a callback fails.
+void copy_attributes(MPI_Comm from, MPI_Comm to);
+/// Removes every attribute from `comm`, last set first, running the delete callbacks
+/// (MPI_Comm_free, MPI_Finalize). Throws (the callback's code) if a callback fails.
+void delete_attributes(MPI_Comm comm);
+
 /// Completes freed-but-active requests that have finished (MPI_Request_free); `all` waits.
 void reap_detached(bool all);
+/// Waits until every buffered message (MPI_Bsend) has been sent, then detaches the buffer.
+void drain_buffered_sends() noexcept;
 
 }  // namespace sempi::mpi

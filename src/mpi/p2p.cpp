@@ -54,6 +54,36 @@ void release(MPI_Request* handle, sempi_mpi_request& r) {
   if (handle != nullptr) *handle = MPI_REQUEST_NULL;
 }
 
+// MPI_Send, MPI_Ssend and MPI_Rsend.
+int blocking_send(const char* function, bool synchronous, const void* buf, int count,
+                  MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) noexcept {
+  return guarded(comm, function, [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    const SendBuffer data(buf, count, *type_of(datatype));
+    check_tag(tag, false);
+    if (synchronous) {
+      c.ssend_bytes(data.ptr, data.bytes, dest, tag);
+    } else {
+      c.send_bytes(data.ptr, data.bytes, dest, tag);
+    }
+  });
+}
+
+// MPI_Isend, MPI_Issend and MPI_Irsend.
+int nonblocking_send(const char* function, bool synchronous, const void* buf, int count,
+                     MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                     MPI_Request* request) noexcept {
+  return guarded(comm, function, [&] {
+    const auto& c = comm_of(comm);
+    check_count(count);
+    std::unique_ptr<SendBuffer> keep;
+    Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, synchronous, keep);
+    *request = make_request(sempi_mpi_request::Kind::send, std::move(r), errhandler_slot_of(comm));
+    (*request)->staged_send = std::move(keep);
+  });
+}
+
 // The outcome of one request completion.
 struct Outcome {
   int code = MPI_SUCCESS;
@@ -81,6 +111,13 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
     if (r.staged_recv && !s->cancelled) r.staged_recv->finish(s->bytes);
     if (r.on_complete && !s->cancelled) r.on_complete();
     to_mpi_status(*s, status);
+  } catch (const RequestError& e) {
+    // A truncated receive has still matched a message: the status names it and counts what
+    // was kept, and the kept part is unpacked like a complete message.
+    outcome.code = current_error_code(&outcome.message);
+    if (r.staged_recv) r.staged_recv->finish(e.status().bytes);
+    to_mpi_status(e.status(), status);
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome.code;
   } catch (...) {
     outcome.code = current_error_code(&outcome.message);
     if (status != MPI_STATUS_IGNORE) {
@@ -122,6 +159,34 @@ int wait_for_any(int count, MPI_Request requests[]) {
   }
 }
 
+// The completion step of MPI_Waitsome / MPI_Testsome: completes every active request that
+// has finished (request `finished`, if not negative, is known to have), reporting them in
+// indices and statuses; errors per request go into the statuses (MPI 3.1 section 3.7.5).
+int complete_some(const char* function, int incount, MPI_Request requests[], int finished,
+                  int* outcount, int indices[], MPI_Status statuses[]) {
+  int n = 0;
+  MPI_Errhandler handler = MPI_ERRORS_RETURN;
+  Outcome failed;
+  for (int i = 0; i < incount; ++i) {
+    if (!is_active(requests[i])) continue;
+    MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
+    const MPI_Errhandler h = requests[i]->handler();
+    const auto outcome = complete(&requests[i], *requests[i], i == finished, status);
+    if (!outcome) continue;
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
+    if (outcome->code != MPI_SUCCESS && failed.code == MPI_SUCCESS) {
+      failed = *outcome;
+      handler = h;
+    }
+    indices[n++] = i;
+  }
+  *outcount = n;
+  if (failed.code == MPI_SUCCESS) return MPI_SUCCESS;
+  return raise_code(handler, function,
+                    statuses == MPI_STATUSES_IGNORE ? failed.code : MPI_ERR_IN_STATUS,
+                    failed.message);
+}
+
 }  // namespace
 
 sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
@@ -134,11 +199,11 @@ sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
 }
 
 MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
-                         MPI_Errhandler errhandler) {
+                         ErrhandlerSlot errhandler) {
   auto* r = new sempi_mpi_request;
   r->kind = kind;
   r->request = std::move(request);
-  r->errhandler = errhandler;
+  r->errhandler = std::move(errhandler);
   return r;
 }
 
@@ -203,24 +268,19 @@ extern "C" {
 
 int MPI_Send(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
              MPI_Comm comm) {
-  return guarded(comm, "MPI_Send", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const SendBuffer data(buf, count, *type_of(datatype));
-    check_tag(tag, false);
-    c.send_bytes(data.ptr, data.bytes, dest, tag);
-  });
+  return blocking_send("MPI_Send", false, buf, count, datatype, dest, tag, comm);
 }
 
 int MPI_Ssend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm) {
-  return guarded(comm, "MPI_Ssend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    const SendBuffer data(buf, count, *type_of(datatype));
-    check_tag(tag, false);
-    c.ssend_bytes(data.ptr, data.bytes, dest, tag);
-  });
+  return blocking_send("MPI_Ssend", true, buf, count, datatype, dest, tag, comm);
+}
+
+// Ready mode (MPI 3.1 section 3.4) promises that the receive is already posted; a standard
+// send is a correct implementation of it.
+int MPI_Rsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm) {
+  return blocking_send("MPI_Rsend", false, buf, count, datatype, dest, tag, comm);
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -230,34 +290,31 @@ int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, M
     check_count(count);
     check_tag(tag, true);
     RecvBuffer area(buf, count, type_of(datatype));
-    const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
-    area.finish(s.bytes);
-    to_mpi_status(s, status);
+    try {
+      const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
+      area.finish(s.bytes);
+      to_mpi_status(s, status);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      area.finish(e.status().bytes);
+      to_mpi_status(e.status(), status);
+      throw;
+    }
   });
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  return guarded(comm, "MPI_Isend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    std::unique_ptr<SendBuffer> keep;
-    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, false, keep);
-    *request = make_request(Kind::send, std::move(r), handler_of(comm));
-    (*request)->staged_send = std::move(keep);
-  });
+  return nonblocking_send("MPI_Isend", false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Issend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request* request) {
-  return guarded(comm, "MPI_Issend", [&] {
-    const auto& c = comm_of(comm);
-    check_count(count);
-    std::unique_ptr<SendBuffer> keep;
-    sempi::Request r = start_send(c, buf, count, *type_of(datatype), dest, tag, true, keep);
-    *request = make_request(Kind::send, std::move(r), handler_of(comm));
-    (*request)->staged_send = std::move(keep);
-  });
+  return nonblocking_send("MPI_Issend", true, buf, count, datatype, dest, tag, comm, request);
+}
+
+int MPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request* request) {
+  return nonblocking_send("MPI_Irsend", false, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -268,7 +325,7 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, 
     check_tag(tag, true);
     std::unique_ptr<RecvBuffer> keep;
     sempi::Request r = start_recv(c, buf, count, type_of(datatype), source, tag, keep);
-    *request = make_request(Kind::recv, std::move(r), handler_of(comm));
+    *request = make_request(Kind::recv, std::move(r), errhandler_slot_of(comm));
     (*request)->staged_recv = std::move(keep);
   });
 }
@@ -284,10 +341,16 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
     check_tag(recvtag, true);
     const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
     RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
-    const sempi::Status got =
-        exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
-    in.finish(got.bytes);
-    to_mpi_status(got, status);
+    try {
+      const sempi::Status got =
+          exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
+      in.finish(got.bytes);
+      to_mpi_status(got, status);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      in.finish(e.status().bytes);
+      to_mpi_status(e.status(), status);
+      throw;
+    }
   });
 }
 
@@ -309,8 +372,15 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     }
     Staging in;
     in.allocate(bytes);
-    const sempi::Status got =
-        exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source, recvtag);
+    sempi::Status got;
+    try {
+      got = exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source,
+                     recvtag);
+    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
+      type->unpack(in.data.get(), static_cast<std::int64_t>(e.status().bytes), count, at(buf, 0));
+      to_mpi_status(e.status(), status);
+      throw;
+    }
     type->unpack(in.data.get(), static_cast<std::int64_t>(got.bytes), count, at(buf, 0));
     to_mpi_status(got, status);
   });
@@ -369,7 +439,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
       empty_status(status);
       return MPI_SUCCESS;
     }
-    const MPI_Errhandler handler = r->errhandler;
+    const MPI_Errhandler handler = r->handler();
     return report(handler, "MPI_Wait", *complete(request, *r, true, status));
   });
 }
@@ -383,7 +453,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
       empty_status(status);
       return MPI_SUCCESS;
     }
-    const MPI_Errhandler handler = r->errhandler;
+    const MPI_Errhandler handler = r->handler();
     const auto outcome = complete(request, *r, false, status);
     *flag = outcome ? 1 : 0;
     return outcome ? report(handler, "MPI_Test", *outcome) : MPI_SUCCESS;
@@ -403,7 +473,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
         empty_status(status);
         continue;
       }
-      const MPI_Errhandler h = requests[i]->errhandler;
+      const MPI_Errhandler h = requests[i]->handler();
       const Outcome o = *complete(&requests[i], *requests[i], true, status);
       if (o.code != MPI_SUCCESS && first.code == MPI_SUCCESS) {
         first = o;
@@ -452,7 +522,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
       return MPI_SUCCESS;
     }
     *index = which;
-    const MPI_Errhandler handler = requests[which]->errhandler;
+    const MPI_Errhandler handler = requests[which]->handler();
     return report(handler, "MPI_Waitany",
                   *complete(&requests[which], *requests[which], true, status));
   });
@@ -467,7 +537,7 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
     for (int i = 0; i < count; ++i) {
       if (!is_active(requests[i])) continue;
       any_active = true;
-      const MPI_Errhandler handler = requests[i]->errhandler;
+      const MPI_Errhandler handler = requests[i]->handler();
       const auto outcome = complete(&requests[i], *requests[i], false, status);
       if (outcome) {
         *index = i;
@@ -493,27 +563,21 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
       *outcount = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
-    int n = 0;
-    MPI_Errhandler handler = MPI_ERRORS_RETURN;
-    Outcome failed;
-    for (int i = 0; i < incount; ++i) {
-      if (!is_active(requests[i])) continue;
-      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[n];
-      const MPI_Errhandler h = requests[i]->errhandler;
-      const auto outcome = complete(&requests[i], *requests[i], i == first, status);
-      if (!outcome) continue;
-      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome->code;
-      if (outcome->code != MPI_SUCCESS && failed.code == MPI_SUCCESS) {
-        failed = *outcome;
-        handler = h;
-      }
-      indices[n++] = i;
+    return complete_some("MPI_Waitsome", incount, requests, first, outcount, indices, statuses);
+  });
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  return guarded(MPI_COMM_WORLD, "MPI_Testsome", [&] {
+    check_count(incount);
+    for (int i = 0; i < incount; ++i) request_of(requests[i]);
+    reap_detached(false);
+    if (std::none_of(requests, requests + incount, is_active)) {
+      *outcount = MPI_UNDEFINED;
+      return MPI_SUCCESS;
     }
-    *outcount = n;
-    if (failed.code == MPI_SUCCESS) return MPI_SUCCESS;
-    return raise_code(handler, "MPI_Waitsome",
-                      statuses == MPI_STATUSES_IGNORE ? failed.code : MPI_ERR_IN_STATUS,
-                      failed.message);
+    return complete_some("MPI_Testsome", incount, requests, -1, outcount, indices, statuses);
   });
 }
 
@@ -561,7 +625,7 @@ int persistent_init(const char* function, Mode mode, const void* buf, int count,
     r->kind = mode == Mode::recv ? Kind::recv : Kind::send;
     r->persistent = true;
     r->active = false;
-    r->errhandler = handler_of(comm);
+    r->errhandler = errhandler_slot_of(comm);
     r->args = {mode, buf, count, type_of(datatype), peer, tag, c};
     *request = r;
   });
@@ -593,7 +657,7 @@ int MPI_Start(MPI_Request* request) {
     if (!r->persistent) fail(MPI_ERR_REQUEST, "not a persistent request");
     if (r->active) fail(MPI_ERR_REQUEST, "the persistent request is already active");
     const auto& a = r->args;
-    return guarded_handler(r->errhandler, "MPI_Start", [&] {
+    return guarded_handler(r->handler(), "MPI_Start", [&] {
       if (a.mode == Mode::recv) {
         r->request = start_recv(a.comm, const_cast<void*>(a.buf), a.count, a.type, a.peer, a.tag,
                                 r->staged_recv);

@@ -16,7 +16,12 @@ struct sempi_mpi_request {
   std::uint32_t magic = sempi::mpi::kRequestMagic;
   Kind kind = Kind::send;
   sempi::Request request;
-  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;  // the communicator's, when created
+  sempi::mpi::ErrhandlerSlot errhandler;  // the communicator's
+
+  /// The handler errors go to now (the communicator's current one).
+  [[nodiscard]] MPI_Errhandler handler() const {
+    return errhandler ? errhandler->load() : MPI_ERRORS_ARE_FATAL;
+  }
 
   std::unique_ptr<sempi::mpi::SendBuffer> staged_send;  // packed send data, kept to completion
   std::unique_ptr<sempi::mpi::RecvBuffer> staged_recv;  // receive area, unpacked at completion
@@ -42,8 +47,10 @@ namespace sempi::mpi {
 
 /// Checks a request handle (null allowed if `allow_null`).
 sempi_mpi_request* request_of(MPI_Request request, bool allow_null = true);
-/// A new active request running `request`, reporting errors through `errhandler`.
-MPI_Request make_request(sempi_mpi_request::Kind kind, Request request, MPI_Errhandler errhandler);
+/// A new active request running `request`, reporting errors through the handler in
+/// `errhandler` at the time they are raised.
+MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
+                         ErrhandlerSlot errhandler);
 /// Waits for a request whose buffers are about to go away, ignoring its outcome (error paths).
 void wait_quietly(Request& request) noexcept;
 

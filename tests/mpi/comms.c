@@ -26,9 +26,18 @@ int main(int argc, char** argv) {
   CHECK(result == MPI_CONGRUENT);
   CHECK_MPI(MPI_Comm_compare(dup, dup, &result));
   CHECK(result == MPI_IDENT);
+  /* A communicator the program has not named has the empty name; names are not inherited
+   * (MPI 3.1 section 6.8). */
+  CHECK_MPI(MPI_Comm_get_name(dup, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
   CHECK_MPI(MPI_Comm_set_name(dup, "solver"));
   CHECK_MPI(MPI_Comm_get_name(dup, name, &len));
   CHECK(strcmp(name, "solver") == 0 && len == 6);
+  MPI_Comm dup_of_named;
+  CHECK_MPI(MPI_Comm_dup(dup, &dup_of_named));
+  CHECK_MPI(MPI_Comm_get_name(dup_of_named, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
+  CHECK_MPI(MPI_Comm_free(&dup_of_named));
   CHECK_MPI(MPI_Comm_test_inter(dup, &flag));
   CHECK(flag == 0);
   /* The same tag on world and dup never cross-match: post on dup first, send on world first. */
@@ -49,6 +58,8 @@ int main(int argc, char** argv) {
   /* Split by parity, ordered by descending rank. */
   MPI_Comm half;
   CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
+  CHECK_MPI(MPI_Comm_get_name(half, name, &len));
+  CHECK(strcmp(name, "") == 0 && len == 0);
   int hrank = -1;
   int hsize = 0;
   CHECK_MPI(MPI_Comm_rank(half, &hrank));
@@ -129,6 +140,64 @@ int main(int argc, char** argv) {
   CHECK(result == (size == 1 ? MPI_IDENT : MPI_SIMILAR));
   CHECK_MPI(MPI_Group_compare(even_group, odd_group, &result));
   CHECK(result == MPI_UNEQUAL);
+  /* Set operations keep the first group's order (then the second's, for union). */
+  MPI_Group evens_then_odds;
+  CHECK_MPI(MPI_Group_union(even_group, odd_group, &evens_then_odds));
+  CHECK_MPI(MPI_Group_size(evens_then_odds, &gsize));
+  CHECK(gsize == size);
+  CHECK_MPI(MPI_Group_translate_ranks(world_group, size, all, evens_then_odds, translated));
+  for (int r = 0; r < size; ++r) CHECK(translated[r] == (r % 2 == 0 ? r / 2 : n_even + r / 2));
+  MPI_Group same;
+  CHECK_MPI(MPI_Group_union(world_group, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, world_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_intersection(evens_then_odds, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, even_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_intersection(even_group, odd_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, MPI_GROUP_EMPTY, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_difference(world_group, even_group, &same));
+  CHECK_MPI(MPI_Group_compare(same, odd_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_difference(even_group, evens_then_odds, &same));
+  CHECK_MPI(MPI_Group_size(same, &gsize));
+  CHECK(gsize == 0);
+  CHECK_MPI(MPI_Group_free(&same));
+  CHECK_MPI(MPI_Group_free(&evens_then_odds));
+  /* range_excl: the odd ranks are world without {0, 2, ...}; a range may end past the group. */
+  CHECK_MPI(MPI_Group_range_excl(world_group, 1, ranges, &same));
+  CHECK_MPI(MPI_Group_compare(same, odd_group, &result));
+  CHECK(result == MPI_IDENT);
+  CHECK_MPI(MPI_Group_free(&same));
+  int zero_only[1][3] = {{0, size, size + 1}};
+  CHECK_MPI(MPI_Group_range_excl(world_group, 1, zero_only, &same));
+  CHECK_MPI(MPI_Group_size(same, &gsize));
+  CHECK_MPI(MPI_Group_rank(same, &grank));
+  CHECK(gsize == size - 1 && grank == (rank == 0 ? MPI_UNDEFINED : rank - 1));
+  CHECK_MPI(MPI_Group_free(&same));
+
+  /* Only the ranks a range produces must be valid, not its end: {0, size, size + 1} is {0}. */
+  int past_end[1][3] = {{0, size, size + 1}};
+  MPI_Group just_zero;
+  CHECK_MPI(MPI_Group_range_incl(world_group, 1, past_end, &just_zero));
+  CHECK_MPI(MPI_Group_size(just_zero, &gsize));
+  CHECK(gsize == 1);
+  CHECK_MPI(MPI_Group_translate_ranks(just_zero, 1, &all[0], world_group, translated));
+  CHECK(translated[0] == 0);
+  CHECK_MPI(MPI_Group_free(&just_zero));
+  if (size % 2 == 1) { /* {0, size, 2} is the even ranks when size itself is odd */
+    int evens_past_end[1][3] = {{0, size, 2}};
+    MPI_Group evens_again;
+    CHECK_MPI(MPI_Group_range_incl(world_group, 1, evens_past_end, &evens_again));
+    CHECK_MPI(MPI_Group_compare(evens_again, even_group, &result));
+    CHECK(result == MPI_IDENT);
+    CHECK_MPI(MPI_Group_free(&evens_again));
+  }
 
   /* Comm_create: collective over world; non-members get MPI_COMM_NULL. */
   MPI_Comm even_comm;
@@ -151,6 +220,26 @@ int main(int argc, char** argv) {
   } else {
     CHECK(even_comm == MPI_COMM_NULL);
   }
+
+  /* Comm_create with disjoint groups (MPI 3.1 section 6.4.2): the lower and the upper half of
+   * world each pass their own group, and each gets a communicator of its group alone. */
+  const int lower = rank < size / 2;
+  const int first = lower ? 0 : size / 2;
+  const int last = lower ? size / 2 - 1 : size - 1;
+  int my_half[1][3] = {{first, last, 1}};
+  MPI_Group half_group;
+  CHECK_MPI(MPI_Group_range_incl(world_group, 1, my_half, &half_group));
+  MPI_Comm half_comm;
+  CHECK_MPI(MPI_Comm_create(MPI_COMM_WORLD, half_group, &half_comm));
+  CHECK(half_comm != MPI_COMM_NULL);
+  CHECK_MPI(MPI_Comm_size(half_comm, &nsize));
+  CHECK_MPI(MPI_Comm_rank(half_comm, &nrank));
+  CHECK(nsize == last - first + 1 && nrank == rank - first);
+  int half_sum = 0;
+  CHECK_MPI(MPI_Allreduce(&rank, &half_sum, 1, MPI_INT, MPI_SUM, half_comm));
+  CHECK(half_sum == (first + last) * (last - first + 1) / 2);
+  CHECK_MPI(MPI_Comm_free(&half_comm));
+  CHECK_MPI(MPI_Group_free(&half_group));
 
   /* Comm_create_group: only the odd ranks call it. */
   if (rank % 2 == 1) {

@@ -21,6 +21,83 @@ static void check_extent(MPI_Datatype t, MPI_Aint lb, MPI_Aint extent, int size)
   CHECK(got_lb == lb && got_extent == extent && got_size == size);
 }
 
+static void check_true_extent(MPI_Datatype t, MPI_Aint true_lb, MPI_Aint true_extent) {
+  MPI_Aint got_lb = -1;
+  MPI_Aint got_extent = -1;
+  CHECK_MPI(MPI_Type_get_true_extent(t, &got_lb, &got_extent));
+  CHECK(got_lb == true_lb && got_extent == true_extent);
+}
+
+/* An int with markers at 4 and 12, then a char at 16 beyond the upper marker. */
+static void check_marker_bounds(void) {
+  MPI_Datatype marked_int;
+  CHECK_MPI(MPI_Type_create_resized(MPI_INT, 4, 8, &marked_int));
+  int lengths[2] = {1, 1};
+  MPI_Aint displs[2] = {0, 16};
+  MPI_Datatype members[2] = {marked_int, MPI_CHAR};
+  MPI_Datatype marked;
+  CHECK_MPI(MPI_Type_create_struct(2, lengths, displs, members, &marked));
+  check_extent(marked, 4, 8, (int)sizeof(int) + 1);
+  check_true_extent(marked, 0, 17);
+  /* Two of them: markers at 4, 12 and 12, 20; data up to 8 + 17. */
+  MPI_Datatype pair;
+  CHECK_MPI(MPI_Type_contiguous(2, marked, &pair));
+  check_extent(pair, 4, 16, 2 * ((int)sizeof(int) + 1));
+  check_true_extent(pair, 0, 25);
+  /* A struct of that pair and an unmarked double: the double does not move the bounds. */
+  MPI_Aint pair_displs[2] = {0, 3};
+  MPI_Datatype pair_members[2] = {pair, MPI_DOUBLE};
+  MPI_Datatype outer;
+  CHECK_MPI(MPI_Type_create_struct(2, lengths, pair_displs, pair_members, &outer));
+  check_extent(outer, 4, 16, 2 * ((int)sizeof(int) + 1) + (int)sizeof(double));
+  MPI_Datatype outer_dup;
+  CHECK_MPI(MPI_Type_dup(outer, &outer_dup));
+  check_extent(outer_dup, 4, 16, 2 * ((int)sizeof(int) + 1) + (int)sizeof(double));
+  MPI_Datatype* made[] = {&marked_int, &marked, &pair, &outer, &outer_dup};
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i) CHECK_MPI(MPI_Type_free(made[i]));
+}
+
+/* A packed C struct (extent 9, not a multiple of double's alignment) described by a resized
+ * struct, nested in another struct: the outer type keeps extent 9, so arrays of it line up. */
+#pragma pack(push, 1)
+struct packed_item {
+  double value;
+  char tag;
+};
+struct packed_outer {
+  struct packed_item item;
+};
+#pragma pack(pop)
+
+static void check_packed_struct(int rank, int left, int right) {
+  int lengths[2] = {1, 1};
+  MPI_Aint displs[2] = {offsetof(struct packed_item, value), offsetof(struct packed_item, tag)};
+  MPI_Datatype members[2] = {MPI_DOUBLE, MPI_CHAR};
+  MPI_Datatype raw;
+  MPI_Datatype item;
+  MPI_Datatype outer;
+  CHECK_MPI(MPI_Type_create_struct(2, lengths, displs, members, &raw));
+  CHECK_MPI(MPI_Type_create_resized(raw, 0, sizeof(struct packed_item), &item));
+  MPI_Aint outer_displ = offsetof(struct packed_outer, item);
+  CHECK_MPI(MPI_Type_create_struct(1, lengths, &outer_displ, &item, &outer));
+  CHECK_MPI(MPI_Type_commit(&outer));
+  check_extent(outer, 0, sizeof(struct packed_outer), (int)sizeof(double) + 1);
+  struct packed_outer out[3];
+  struct packed_outer in[3];
+  for (int i = 0; i < 3; ++i) {
+    out[i].item.value = rank + 0.5 * i;
+    out[i].item.tag = (char)('a' + i);
+  }
+  memset(in, 0, sizeof in);
+  CHECK_MPI(MPI_Sendrecv(out, 3, outer, right, 20, in, 3, outer, left, 20, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+  for (int i = 0; i < 3; ++i) {
+    CHECK(in[i].item.value == left + 0.5 * i && in[i].item.tag == 'a' + i);
+  }
+  MPI_Datatype* made[] = {&raw, &item, &outer};
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; ++i) CHECK_MPI(MPI_Type_free(made[i]));
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
@@ -182,6 +259,12 @@ int main(int argc, char** argv) {
   CHECK(got[0].id == left * 10 + 1 && got[0].kind == 'B');
   CHECK(MPI_Aint_add(base, fields[1]) == absolute[1] - (MPI_Aint)sizeof(struct particle));
   CHECK_MPI(MPI_Type_free(&bottom_type));
+
+  /* Explicit bounds are sticky (MPI 3.1 sections 4.1.6-4.1.7): a struct whose member carries
+   * lb/ub markers from MPI_Type_create_resized takes its bounds from the markers alone, with
+   * no alignment padding, and so do types built from it. */
+  check_marker_bounds();
+  check_packed_struct(rank, left, right);
 
   /* Subarray: the 2x3 block at (1,2) of a 4x6 C array, and its Fortran-order twin. */
   int sizes[2] = {4, 6};

@@ -56,6 +56,15 @@ int main(int argc, char** argv) {
   int cls = -1;
   CHECK_MPI(MPI_Error_class(MPI_ERR_TRUNCATE, &cls));
   CHECK(cls == MPI_ERR_TRUNCATE);
+  /* MPI_ERR_LASTCODE is a valid code too (MPI 3.1 section 8.4). */
+  CHECK_MPI(MPI_Error_class(MPI_ERR_LASTCODE, &cls));
+#ifdef SEMPI_MPI
+  CHECK(cls == MPI_ERR_LASTCODE);
+#else
+  CHECK(cls >= MPI_SUCCESS && cls <= MPI_ERR_LASTCODE); /* Open MPI 4.1: MPI_ERR_UNKNOWN */
+#endif
+  CHECK_MPI(MPI_Error_string(MPI_ERR_LASTCODE, message, &len));
+  CHECK(len > 0 && (int)strlen(message) == len);
 
   /* Predefined attributes. */
   int* value = NULL;

@@ -94,6 +94,30 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Testany(kN, reqs, &index, &flag, &status));
   CHECK(flag && index == MPI_UNDEFINED);
 
+  /* Testsome: reports what has completed (possibly nothing) without blocking. */
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 70 + i, MPI_COMM_WORLD, &reqs[i]));
+  }
+  outcount = -1;
+  CHECK_MPI(MPI_Testsome(kN, reqs, &outcount, indices, statuses));
+  CHECK(outcount == 0); /* nobody sends before the barrier */
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  for (int i = 0; i < kN; ++i) {
+    CHECK_MPI(MPI_Send(&out[i], 1, MPI_INT, right, 70 + i, MPI_COMM_WORLD));
+  }
+  done = 0;
+  while (done < kN) {
+    CHECK_MPI(MPI_Testsome(kN, reqs, &outcount, indices, statuses));
+    CHECK(outcount >= 0 && outcount <= kN - done);
+    for (int k = 0; k < outcount; ++k) {
+      CHECK(statuses[k].MPI_TAG == 70 + indices[k] && statuses[k].MPI_SOURCE == left);
+      CHECK(in[indices[k]] == left * 100 + indices[k] && reqs[indices[k]] == MPI_REQUEST_NULL);
+    }
+    done += outcount;
+  }
+  CHECK_MPI(MPI_Testsome(kN, reqs, &outcount, indices, MPI_STATUSES_IGNORE));
+  CHECK(outcount == MPI_UNDEFINED);
+
   /* Testall: polls until all complete. */
   for (int i = 0; i < kN; ++i) {
     CHECK_MPI(MPI_Irecv(&in[i], 1, MPI_INT, left, 80 + i, MPI_COMM_WORLD, &reqs[i]));
