@@ -572,6 +572,25 @@ int MPI_Info_delete(MPI_Info info, const char *key);
 int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
 int MPI_Info_free(MPI_Info *info);
 
+/* ---- matched probe (MPI 3.1 section 3.8.2) -------------------------------------------------
+ * MPI_Mprobe / MPI_Improbe take the message they find out of matching: no other receive, in
+ * any thread, can match it; only MPI_Mrecv / MPI_Imrecv on the returned handle receive it. */
+struct sempi_mpi_message;
+typedef struct sempi_mpi_message *MPI_Message;
+extern struct sempi_mpi_message sempi_mpi_message_no_proc;
+#define MPI_MESSAGE_NULL SEMPI_MPI_NULL(MPI_Message)
+/* What a probe for source MPI_PROC_NULL returns; receiving it gives an empty status. */
+#define MPI_MESSAGE_NO_PROC (&sempi_mpi_message_no_proc)
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
+/* ---- end of matched probe ----------------------------------------------------------------- */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
