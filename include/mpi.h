@@ -591,6 +591,19 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message
                MPI_Request *request);
 /* ---- end of matched probe ----------------------------------------------------------------- */
 
+/* ---- request status and user-defined error handlers (MPI 3.1 sections 3.7.6, 8.3) ---------
+ * A user-defined handler's function is called with the communicator the error was raised on
+ * and the error code; the failing call then returns the code. Communicators created from one
+ * inherit its handler. */
+typedef void(MPI_Comm_errhandler_function)(MPI_Comm *comm, int *errorcode, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn; /* the MPI-2.0 name */
+
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                               MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+/* ---- end of request status and user-defined error handlers -------------------------------- */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
