@@ -619,6 +619,33 @@ int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 /* ---- end of Cartesian sub-grids, all-to-all with per-block types, large-count queries ------ */
 
+/* ---- C/Fortran handle conversion, info enumeration, status setters ------------------------
+ * MPI_*_c2f gives a handle a number (MPI_Fint) on first conversion, 0 for the null handle;
+ * MPI_*_f2c of a number no handle was given returns the null handle. */
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+/* ---- end of C/Fortran handle conversion, info enumeration, status setters ----------------- */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
