@@ -572,6 +572,80 @@ int MPI_Info_delete(MPI_Info info, const char *key);
 int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
 int MPI_Info_free(MPI_Info *info);
 
+/* ---- matched probe (MPI 3.1 section 3.8.2) -------------------------------------------------
+ * MPI_Mprobe / MPI_Improbe take the message they find out of matching: no other receive, in
+ * any thread, can match it; only MPI_Mrecv / MPI_Imrecv on the returned handle receive it. */
+struct sempi_mpi_message;
+typedef struct sempi_mpi_message *MPI_Message;
+extern struct sempi_mpi_message sempi_mpi_message_no_proc;
+#define MPI_MESSAGE_NULL SEMPI_MPI_NULL(MPI_Message)
+/* What a probe for source MPI_PROC_NULL returns; receiving it gives an empty status. */
+#define MPI_MESSAGE_NO_PROC (&sempi_mpi_message_no_proc)
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
+/* ---- end of matched probe ----------------------------------------------------------------- */
+
+/* ---- request status and user-defined error handlers (MPI 3.1 sections 3.7.6, 8.3) ---------
+ * A user-defined handler's function is called with the communicator the error was raised on
+ * and the error code; the failing call then returns the code. Communicators created from one
+ * inherit its handler. */
+typedef void(MPI_Comm_errhandler_function)(MPI_Comm *comm, int *errorcode, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn; /* the MPI-2.0 name */
+
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                               MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+/* ---- end of request status and user-defined error handlers -------------------------------- */
+
+/* ---- Cartesian sub-grids, all-to-all with per-block types, large-count datatype queries ---- */
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Type_create_hindexed_block(int count, int blocklength,
+                                   const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+                                   MPI_Datatype *newtype);
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                               MPI_Count *true_extent);
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+/* ---- end of Cartesian sub-grids, all-to-all with per-block types, large-count queries ------ */
+
+/* ---- C/Fortran handle conversion, info enumeration, status setters ------------------------
+ * MPI_*_c2f gives a handle a number (MPI_Fint) on first conversion, 0 for the null handle;
+ * MPI_*_f2c of a number no handle was given returns the null handle. */
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+/* ---- end of C/Fortran handle conversion, info enumeration, status setters ----------------- */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -21,10 +21,12 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sempi/constants.hpp"
 #include "sempi/datatype.hpp"
+#include "sempi/message.hpp"
 #include "sempi/op.hpp"
 #include "sempi/request.hpp"
 #include "sempi/status.hpp"
@@ -143,6 +145,12 @@ class Communicator {
   Status probe(int source, int tag) const;
   /// The status of a matching message if one is available now.
   std::optional<Status> iprobe(int source, int tag) const;
+  /// Matched probe (see sempi/message.hpp): blocks until a message matches and takes it out of
+  /// matching; only the returned Message can receive it. Source PROC_NULL gives
+  /// Message::no_proc() at once.
+  std::pair<Message, Status> mprobe(int source, int tag) const;
+  /// Like mprobe, if a matching message is available now.
+  std::optional<std::pair<Message, Status>> improbe(int source, int tag) const;
 
   // --- collectives ------------------------------------------------------------------------
   // Every member of the communicator must call the same collectives in the same order (as in

@@ -7,6 +7,7 @@
 #include "sempi/datatype.hpp"
 #include "sempi/environment.hpp"
 #include "sempi/error.hpp"
+#include "sempi/message.hpp"
 #include "sempi/op.hpp"
 #include "sempi/request.hpp"
 #include "sempi/status.hpp"

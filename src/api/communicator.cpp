@@ -154,6 +154,37 @@ Status Communicator::probe(int source, int tag) const {
   return status;
 }
 
+namespace {
+
+std::pair<Message, Status> checked_probed(const std::shared_ptr<detail::CommState>& state,
+                                          detail::Engine::Probed probed, const char* operation) {
+  if (probed.status.error != ErrorClass::success) {
+    throw Error(probed.status.error,
+                std::string(operation) + ": the source rank failed or the job was aborted");
+  }
+  return {Message(state, std::move(probed.message)), probed.status};
+}
+
+}  // namespace
+
+std::pair<Message, Status> Communicator::mprobe(int source, int tag) const {
+  const auto& comm = checked(state_, "mprobe");
+  check_peer(comm, source, true, "mprobe", "source");
+  check_tag(tag, true, "mprobe");
+  if (source == PROC_NULL) return {Message::no_proc(), Status{PROC_NULL, ANY_TAG, 0, false, {}}};
+  return checked_probed(state_, Runtime::get().engine().mprobe(comm, source, tag), "mprobe");
+}
+
+std::optional<std::pair<Message, Status>> Communicator::improbe(int source, int tag) const {
+  const auto& comm = checked(state_, "improbe");
+  check_peer(comm, source, true, "improbe", "source");
+  check_tag(tag, true, "improbe");
+  if (source == PROC_NULL) return {{Message::no_proc(), Status{PROC_NULL, ANY_TAG, 0, false, {}}}};
+  auto probed = Runtime::get().engine().improbe(comm, source, tag);
+  if (!probed) return std::nullopt;
+  return checked_probed(state_, std::move(*probed), "improbe");
+}
+
 Communicator Communicator::dup() const {
   checked(state_, "dup");
   auto created = detail::split_communicator(Runtime::get().engine(), state_, 0, rank(),

@@ -4,5 +4,6 @@ sempi_module(core
           core/runtime.cpp core/comm_factory.cpp
   PUBLIC_DEPS sempi::transport sempi::launch_protocol sempi::policy spdlog::spdlog)
 
-target_sources(sempi PRIVATE api/communicator.cpp api/request.cpp api/environment.cpp)
+target_sources(sempi PRIVATE api/communicator.cpp api/message.cpp api/request.cpp
+                             api/environment.cpp)
 target_link_libraries(sempi PRIVATE sempi::core)

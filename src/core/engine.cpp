@@ -510,35 +510,39 @@ bool Engine::cancel(RequestState& request) {
   return false;
 }
 
+std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t context,
+                                                                 int source_world, int tag) {
+  return std::find_if(unexpected_.begin(), unexpected_.end(), [&](const Unexpected& m) {
+    return m.context == context && (source_world == ANY_SOURCE || m.source == source_world) &&
+           (tag == ANY_TAG || m.tag == tag);
+  });
+}
+
+std::optional<Status> Engine::unreachable_source(int source_world) const {
+  Status failed;
+  failed.error = ErrorClass::peer_failed;
+  if (!abort_reason_.empty()) return failed;
+  if (source_world != ANY_SOURCE && source_world != config_.world_rank) {
+    const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
+    if (peer == nullptr || peer->failed_) return failed;
+  }
+  return std::nullopt;
+}
+
 std::optional<Status> Engine::find_unexpected(const CommState& comm, bool collective, int source,
                                               int tag) {
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
   const int source_world =
       source == ANY_SOURCE ? ANY_SOURCE : comm.world_ranks[static_cast<std::size_t>(source)];
-  for (const auto& m : unexpected_) {
-    if (m.context == context && (source_world == ANY_SOURCE || m.source == source_world) &&
-        (tag == ANY_TAG || m.tag == tag)) {
-      Status status;
-      status.source = comm.comm_rank(m.source);
-      status.tag = m.tag;
-      status.bytes = static_cast<std::size_t>(m.bytes);
-      return status;
-    }
-  }
-  if (!abort_reason_.empty()) {
+  const auto it = first_unexpected(context, source_world, tag);
+  if (it != unexpected_.end()) {
     Status status;
-    status.error = ErrorClass::peer_failed;
+    status.source = comm.comm_rank(it->source);
+    status.tag = it->tag;
+    status.bytes = static_cast<std::size_t>(it->bytes);
     return status;
   }
-  if (source_world != ANY_SOURCE && source_world != config_.world_rank) {
-    const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
-    if (peer == nullptr || peer->failed_) {
-      Status status;
-      status.error = ErrorClass::peer_failed;
-      return status;
-    }
-  }
-  return std::nullopt;
+  return unreachable_source(source_world);
 }
 
 std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
@@ -565,6 +569,81 @@ Status Engine::probe(const CommState& comm, bool collective, int source, int tag
     }
     wait_until([&] { return unexpected_generation_.load() != generation || aborted_.load(); });
   }
+}
+
+// --- matched probe ---------------------------------------------------------------------------
+
+// An unexpected message out of the queue. Its bytes still count against the sender's
+// unexpected budget until it is received (deliver_unexpected_to settles that).
+struct MatchedMessage {
+  Engine::Unexpected message;
+  bool received = false;  // guarded by the engine's mu_
+};
+
+std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int source,
+                                                      int tag) {
+  const int source_world =
+      source == ANY_SOURCE ? ANY_SOURCE : comm.world_ranks[static_cast<std::size_t>(source)];
+  const auto it = first_unexpected(comm.context, source_world, tag);
+  if (it == unexpected_.end()) {
+    if (auto failed = unreachable_source(source_world)) return Probed{*failed, nullptr};
+    return std::nullopt;
+  }
+  Probed probed;
+  probed.status.source = comm.comm_rank(it->source);
+  probed.status.tag = it->tag;
+  probed.status.bytes = static_cast<std::size_t>(it->bytes);
+  probed.message = std::make_shared<MatchedMessage>(MatchedMessage{std::move(*it)});
+  unexpected_.erase(it);
+  return probed;
+}
+
+std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto probed = take_unexpected(comm, source, tag)) return probed;
+  }
+  if (progress_token_.try_lock()) {
+    std::lock_guard token(progress_token_, std::adopt_lock);
+    progress(std::chrono::milliseconds(0));
+  }
+  std::lock_guard lock(mu_);
+  return take_unexpected(comm, source, tag);
+}
+
+Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
+  for (;;) {
+    std::uint64_t generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (auto probed = take_unexpected(comm, source, tag)) return std::move(*probed);
+      generation = unexpected_generation_.load();
+    }
+    wait_until([&] { return unexpected_generation_.load() != generation || aborted_.load(); });
+  }
+}
+
+std::shared_ptr<RequestState> Engine::receive_matched(
+    MatchedMessage& matched, const std::shared_ptr<const CommState>& comm, void* buf,
+    std::size_t capacity) {
+  auto request = std::make_shared<RequestState>(RequestKind::recv);
+  request->comm = comm;
+  request->context = matched.message.context;
+  request->source_world = matched.message.source;
+  request->tag = matched.message.tag;
+  request->buffer = buf;
+  request->capacity = capacity;
+  request->peer_hint = matched.message.source;
+  std::lock_guard lock(mu_);
+  if (matched.received) {
+    complete(*request, ErrorClass::request, "the matched message was already received");
+    return request;
+  }
+  matched.received = true;
+  // Also when the peer failed meanwhile: an eager message is complete and stays receivable;
+  // a rendezvous one fails here (its data can no longer come).
+  deliver_unexpected_to(matched.message, request);
+  return request;
 }
 
 // --- waiting and progress --------------------------------------------------------------------

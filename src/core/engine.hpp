@@ -92,6 +92,9 @@ struct EngineConfig {
 /// the receiver, which is the point of the test.
 void simulate_compromised_sender(bool skip_sender_checks) noexcept;
 
+/// A message taken out of matching by Engine::improbe / mprobe; defined in engine.cpp.
+struct MatchedMessage;
+
 class Engine {
  public:
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
@@ -118,6 +121,23 @@ class Engine {
   std::optional<Status> iprobe(const CommState& comm, bool collective, int source, int tag);
   /// Blocks until a message matches (probe).
   Status probe(const CommState& comm, bool collective, int source, int tag);
+
+  // Matched probe (MPI_Mprobe, MPI 3.1 section 3.8.2): the message found is taken out of
+  // matching, so no other receive (another thread's, a wildcard one) can match it; only
+  // receive_matched() delivers it. Point-to-point only.
+  struct Probed {
+    Status status;  // error set (and message null) if the source failed or the job aborted
+    std::shared_ptr<MatchedMessage> message;
+  };
+  /// The first matching unexpected message, taken, after one round of progress; else nullopt.
+  std::optional<Probed> improbe(const CommState& comm, int source, int tag);
+  /// Blocks until a message matches; takes it.
+  Probed mprobe(const CommState& comm, int source, int tag);
+  /// Receives a taken message into `buf` (a rendezvous message's data is asked for now). Each
+  /// message is received at most once: a second call fails the request with ErrorClass::request.
+  std::shared_ptr<RequestState> receive_matched(MatchedMessage& message,
+                                                const std::shared_ptr<const CommState>& comm,
+                                                void* buf, std::size_t capacity);
   bool cancel(RequestState& request);
 
   /// Blocks until the request is done (never throws; inspect the state afterwards).
@@ -168,6 +188,7 @@ class Engine {
   std::optional<std::string> collective_denied(const CommState& comm, OpKind op);
 
  private:
+  friend struct MatchedMessage;  // holds an Unexpected
   struct Unexpected {
     std::uint32_t context = 0;
     int source = 0;  // world rank
@@ -258,6 +279,11 @@ class Engine {
                                 std::uint32_t context, std::uint16_t op);
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
                                         int tag);
+  std::optional<Probed> take_unexpected(const CommState& comm, int source, int tag);
+  std::list<Unexpected>::iterator first_unexpected(std::uint32_t context, int source_world,
+                                                   int tag);
+  // Why a receive from `source_world` (or ANY_SOURCE) can never be satisfied, if it cannot.
+  std::optional<Status> unreachable_source(int source_world) const;
   void read_peer(Peer& peer);
   // One peer's share of a progress round: reads it if `readable` (and not paused), then
   // writes what is queued for it.

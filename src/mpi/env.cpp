@@ -10,6 +10,7 @@
 #include <new>
 #include <thread>
 
+#include "mpi/errhandler.hpp"
 #include "mpi/mpi_impl.hpp"
 #include "sempi/environment.hpp"
 #include "sempi/version.hpp"
@@ -310,6 +311,7 @@ const char* mpi_class_name(int code) noexcept {
 
 int raise_code(MPI_Errhandler handler, const char* function, int code,
                const std::string& message) noexcept {
+  if (handler != nullptr && handler->user != nullptr) return call_user_errhandler(*handler, code);
   if (handler == nullptr || handler->fatal) {
     // MPI_ERRORS_ARE_FATAL: say what failed, then take the whole job down.
     std::fprintf(stderr, "sempi: %s failed: %s: %s\n", function, mpi_class_name(code),
@@ -492,7 +494,7 @@ MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited) {
   if (comm.is_null()) return MPI_COMM_NULL;
   auto* h = new sempi_mpi_comm;
   h->comm = std::move(comm);
-  h->errhandler->store(inherited);
+  h->errhandler->store(bind_errhandler(inherited, h));
   return h;
 }
 
@@ -700,31 +702,6 @@ int MPI_Error_class(int errorcode, int* errorclass) {
   }
   *errorclass = errorcode;  // codes are classes
   return MPI_SUCCESS;
-}
-
-int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
-  return guarded(comm, "MPI_Comm_set_errhandler", [&] {
-    auto& h = comm_handle(comm);
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN) {
-      fail(MPI_ERR_ARG, "unknown error handler (sempi provides MPI_ERRORS_ARE_FATAL and "
-                        "MPI_ERRORS_RETURN)");
-    }
-    h.errhandler->store(errhandler);
-  });
-}
-
-int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
-  return guarded(comm, "MPI_Comm_get_errhandler",
-                 [&] { *errhandler = comm_handle(comm).errhandler->load(); });
-}
-
-int MPI_Errhandler_free(MPI_Errhandler* errhandler) {
-  return guarded(MPI_COMM_WORLD, "MPI_Errhandler_free", [&] {
-    if (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN) {
-      fail(MPI_ERR_ARG, "not an error handler");
-    }
-    *errhandler = MPI_ERRHANDLER_NULL;  // predefined handlers live on
-  });
 }
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {

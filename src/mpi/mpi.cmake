@@ -3,6 +3,11 @@
 
 add_library(sempi_mpi SHARED
   mpi/env.cpp mpi/p2p.cpp mpi/bsend.cpp mpi/comm.cpp mpi/attr.cpp mpi/datatype.cpp mpi/coll.cpp mpi/datatype_engine.cpp)
+# Entry points kept in files of their own (one concept per file).
+target_sources(sempi_mpi PRIVATE
+  mpi/matched_probe.cpp mpi/errhandler.cpp mpi/request_status.cpp mpi/cart_sub.cpp
+  mpi/alltoallw.cpp mpi/datatype_large_counts.cpp mpi/type_hindexed_block.cpp
+  mpi/handle_conversion.cpp mpi/info_queries.cpp mpi/status_setters.cpp)
 add_library(sempi::sempi_mpi ALIAS sempi_mpi)
 set_target_properties(sempi_mpi PROPERTIES
   OUTPUT_NAME sempi_mpi

@@ -57,6 +57,9 @@ struct Attribute {
   void* value = nullptr;
 };
 
+/// A user-defined error handler (src/mpi/errhandler.cpp).
+struct UserErrhandler;
+
 /// Cartesian topology attached to a communicator by MPI_Cart_create.
 struct CartTopology {
   std::vector<int> dims;
@@ -67,6 +70,7 @@ struct CartTopology {
 
 struct sempi_mpi_errhandler {
   bool fatal;
+  sempi::mpi::UserErrhandler* user = nullptr;  // null for the predefined handlers
 };
 
 struct sempi_mpi_comm {
@@ -81,6 +85,7 @@ struct sempi_mpi_comm {
   std::shared_ptr<const sempi::mpi::CartTopology> cart;
   std::mutex attributes_mu;
   std::vector<sempi::mpi::Attribute> attributes;  // in the order they were set
+  ~sempi_mpi_comm();  // detaches a user error handler bound to it (errhandler.cpp)
 };
 
 struct sempi_mpi_group {

@@ -1,0 +1,126 @@
+// Error handlers on communicators (MPI 3.1 section 8.3): the predefined MPI_ERRORS_ARE_FATAL
+// and MPI_ERRORS_RETURN, and user-defined ones (MPI_Comm_create_errhandler), whose function is
+// called with the communicator the error is raised on and the error code.
+//
+// Errors reach raise_code() with only an MPI_Errhandler: the one in the communicator's handler
+// slot (which requests share, and which outlives the communicator). So attaching a user handler
+// to a communicator stores a *binding* in its slot, a handle of its own that knows the function
+// and that communicator; new communicators inherit by getting bindings of their own.
+// MPI_Comm_get_errhandler gives back the program's handle, never a binding.
+//
+// Lifetime: user handles and bindings are never deallocated. Handler slots and callers of
+// handler_of() hold handler pointers without reference counts, and MPI keeps a handler alive
+// after MPI_Errhandler_free while objects use it. Each is a few dozen bytes: one per
+// MPI_Comm_create_errhandler, and one per MPI_Comm_set_errhandler with a user handler or
+// communicator created with one attached.
+
+#include "mpi/errhandler.hpp"
+
+#include <atomic>
+
+#include "mpi/mpi_impl.hpp"
+
+namespace sempi::mpi {
+
+inline constexpr std::uint32_t kErrhandlerMagic = 0x45727248;  // "ErrH"
+
+struct UserErrhandler {
+  std::uint32_t magic = kErrhandlerMagic;
+  MPI_Comm_errhandler_function* function = nullptr;
+  MPI_Errhandler created = MPI_ERRHANDLER_NULL;  // the program's handle
+  // Bindings: the communicator errors are raised on; MPI_COMM_NULL once it is freed (an error
+  // of a request that outlived it still reaches the function).
+  std::atomic<MPI_Comm> comm{MPI_COMM_NULL};
+};
+
+namespace {
+
+bool is_predefined(MPI_Errhandler h) { return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN; }
+
+// A handle the program may pass: predefined, or one MPI_Comm_create_errhandler returned.
+MPI_Errhandler checked_errhandler(MPI_Errhandler h) {
+  if (h == MPI_ERRHANDLER_NULL) fail(MPI_ERR_ARG, "the error handler is MPI_ERRHANDLER_NULL");
+  if (is_predefined(h)) return h;
+  if (h->user == nullptr || h->user->magic != kErrhandlerMagic || h->user->created != h) {
+    fail(MPI_ERR_ARG, "not a valid error handler handle");
+  }
+  return h;
+}
+
+MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errhandler created,
+                               MPI_Comm comm) {
+  auto* user = new UserErrhandler;
+  user->function = function;
+  user->comm = comm;
+  auto* h = new sempi_mpi_errhandler{false, user};
+  user->created = created == MPI_ERRHANDLER_NULL ? h : created;
+  return h;
+}
+
+}  // namespace
+
+MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
+  if (handler == nullptr || handler->user == nullptr) return handler;
+  return new_user_handle(handler->user->function, handler->user->created, comm);
+}
+
+int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept {
+  MPI_Comm comm = handler.user->comm.load();
+  int raised = code;
+  handler.user->function(&comm, &raised);
+  return code;
+}
+
+}  // namespace sempi::mpi
+
+sempi_mpi_comm::~sempi_mpi_comm() {
+  const MPI_Errhandler h = errhandler->load();
+  if (h != nullptr && h->user != nullptr) {
+    MPI_Comm self = this;
+    h->user->comm.compare_exchange_strong(self, MPI_COMM_NULL);
+  }
+}
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+
+extern "C" {
+
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function* function,
+                               MPI_Errhandler* errhandler) {
+  return guarded(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", [&] {
+    if (function == nullptr) fail(MPI_ERR_ARG, "null error handler function");
+    *errhandler = new_user_handle(function, MPI_ERRHANDLER_NULL, MPI_COMM_NULL);
+  });
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  return guarded(comm, "MPI_Comm_set_errhandler", [&] {
+    auto& h = comm_handle(comm);
+    h.errhandler->store(bind_errhandler(checked_errhandler(errhandler), comm));
+  });
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
+  return guarded(comm, "MPI_Comm_get_errhandler", [&] {
+    const MPI_Errhandler current = comm_handle(comm).errhandler->load();
+    *errhandler = current->user != nullptr ? current->user->created : current;
+  });
+}
+
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
+  return guarded(comm, "MPI_Comm_call_errhandler", [&] {
+    comm_handle(comm);
+    // MPI_ERRORS_ARE_FATAL aborts; otherwise the call succeeded once the handler returned.
+    raise_code(handler_of(comm), "MPI_Comm_call_errhandler", errorcode,
+               "error " + std::to_string(errorcode) + " raised by the program");
+  });
+}
+
+int MPI_Errhandler_free(MPI_Errhandler* errhandler) {
+  return guarded(MPI_COMM_WORLD, "MPI_Errhandler_free", [&] {
+    checked_errhandler(*errhandler);
+    *errhandler = MPI_ERRHANDLER_NULL;  // the handler itself lives on: see the top of this file
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,15 @@
+#pragma once
+// User-defined error handlers (errhandler.cpp): what raise_code() and new communicator handles
+// need from them.
+
+#include <mpi.h>
+
+namespace sempi::mpi {
+
+/// The handler a communicator handle `comm` should hold for `handler`: predefined handlers as
+/// they are, a user-defined one as a binding that calls its function with `comm`.
+MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm);
+/// Calls a user-defined handler's function with its communicator and `code`; returns `code`.
+int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept;
+
+}  // namespace sempi::mpi
