@@ -621,9 +621,12 @@ int MPI_Finalize(void) {
     sempi_mpi_comm_self.comm = sempi::Communicator();
     sempi_mpi_comm_world.cart.reset();
     g_environment.reset();  // waits until every rank has reached finalize
-    if (callback_error == MPI_SUCCESS) return MPI_SUCCESS;
-    return raise_code(handler_of(MPI_COMM_WORLD), "MPI_Finalize", callback_error,
-                      callback_message);
+    const int result = callback_error == MPI_SUCCESS
+                           ? MPI_SUCCESS
+                           : raise_code(handler_of(MPI_COMM_WORLD), "MPI_Finalize",
+                                        callback_error, callback_message);
+    free_user_errhandlers();
+    return result;
   });
 }
 

@@ -8,7 +8,7 @@
 // and that communicator; new communicators inherit by getting bindings of their own.
 // MPI_Comm_get_errhandler gives back the program's handle, never a binding.
 //
-// Lifetime: user handles and bindings are never deallocated. Handler slots and callers of
+// Lifetime: user handles and bindings live until MPI_Finalize. Handler slots and callers of
 // handler_of() hold handler pointers without reference counts, and MPI keeps a handler alive
 // after MPI_Errhandler_free while objects use it. Each is a few dozen bytes: one per
 // MPI_Comm_create_errhandler, and one per MPI_Comm_set_errhandler with a user handler or
@@ -17,6 +17,9 @@
 #include "mpi/errhandler.hpp"
 
 #include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "mpi/mpi_impl.hpp"
 
@@ -47,14 +50,25 @@ MPI_Errhandler checked_errhandler(MPI_Errhandler h) {
   return h;
 }
 
+// Every user handle and binding, owned here until MPI_Finalize (see the top of this file).
+struct Allocated {
+  std::unique_ptr<UserErrhandler> user;
+  std::unique_ptr<sempi_mpi_errhandler> handle;
+};
+std::mutex g_allocated_mu;
+std::vector<Allocated> g_allocated;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
 MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errhandler created,
                                MPI_Comm comm) {
-  auto* user = new UserErrhandler;
+  auto user = std::make_unique<UserErrhandler>();
   user->function = function;
   user->comm = comm;
-  auto* h = new sempi_mpi_errhandler{false, user};
-  user->created = created == MPI_ERRHANDLER_NULL ? h : created;
-  return h;
+  auto h = std::make_unique<sempi_mpi_errhandler>(sempi_mpi_errhandler{false, user.get()});
+  user->created = created == MPI_ERRHANDLER_NULL ? h.get() : created;
+  const MPI_Errhandler result = h.get();
+  std::lock_guard lock(g_allocated_mu);
+  g_allocated.push_back({std::move(user), std::move(h)});
+  return result;
 }
 
 }  // namespace
@@ -62,6 +76,15 @@ MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errha
 MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
   if (handler == nullptr || handler->user == nullptr) return handler;
   return new_user_handle(handler->user->function, handler->user->created, comm);
+}
+
+void free_user_errhandlers() noexcept {
+  // The predefined communicators outlive MPI_Finalize: leave them no binding to a freed handler.
+  for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
+    comm->errhandler->store(MPI_ERRORS_ARE_FATAL);
+  }
+  std::lock_guard lock(g_allocated_mu);
+  g_allocated.clear();
 }
 
 int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept {
