@@ -16,6 +16,10 @@ struct sempi_mpi_message {
   // if the program freed the communicator after the probe.
   sempi::mpi::ErrhandlerSlot errhandler;
 };
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+// MPI_MESSAGE_NO_PROC is an exported object: its size is ABI (see abi_guard.cpp).
+static_assert(sizeof(sempi_mpi_message) == 64, "ABI change: bump SEMPI_MPI_ABI (abi_guard.cpp)");
+#endif
 
 extern "C" {
 // MPI_MESSAGE_NO_PROC: never received through its `message` (start_matched_receive knows it).
@@ -93,15 +97,7 @@ int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
     check_count(count);
     RecvBuffer area(buf, count, type_of(datatype));
     sempi::Request r = start_matched_receive(message, area);
-    try {
-      const sempi::Status s = r.wait();
-      area.finish(s.bytes);
-      to_mpi_status(s, status);
-    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
-      area.finish(e.status().bytes);
-      to_mpi_status(e.status(), status);
-      throw;
-    }
+    receive_into(area, status, [&] { return r.wait(); });
   });
 }
 

@@ -290,15 +290,7 @@ int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source, int tag, M
     check_count(count);
     check_tag(tag, true);
     RecvBuffer area(buf, count, type_of(datatype));
-    try {
-      const sempi::Status s = c.recv_bytes(area.ptr, area.capacity, source, tag);
-      area.finish(s.bytes);
-      to_mpi_status(s, status);
-    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
-      area.finish(e.status().bytes);
-      to_mpi_status(e.status(), status);
-      throw;
-    }
+    receive_into(area, status, [&] { return c.recv_bytes(area.ptr, area.capacity, source, tag); });
   });
 }
 
@@ -341,16 +333,9 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
     check_tag(recvtag, true);
     const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
     RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
-    try {
-      const sempi::Status got =
-          exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
-      in.finish(got.bytes);
-      to_mpi_status(got, status);
-    } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
-      in.finish(e.status().bytes);
-      to_mpi_status(e.status(), status);
-      throw;
-    }
+    receive_into(in, status, [&] {
+      return exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
+    });
   });
 }
 

@@ -54,4 +54,20 @@ MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
 /// Waits for a request whose buffers are about to go away, ignoring its outcome (error paths).
 void wait_quietly(Request& request) noexcept;
 
+/// Completes a blocking receive into `area`: runs `receive` (which returns the sempi::Status),
+/// unpacks what arrived and fills `status`. A truncated message is unpacked as far as it fits
+/// and still described in `status` before its error propagates.
+template <class Receive>
+void receive_into(RecvBuffer& area, MPI_Status* status, Receive&& receive) {
+  try {
+    const Status s = receive();
+    area.finish(s.bytes);
+    to_mpi_status(s, status);
+  } catch (const RequestError& e) {
+    area.finish(e.status().bytes);
+    to_mpi_status(e.status(), status);
+    throw;
+  }
+}
+
 }  // namespace sempi::mpi
