@@ -8,10 +8,15 @@ target_sources(sempi_mpi PRIVATE
   mpi/matched_probe.cpp mpi/errhandler.cpp mpi/request_status.cpp mpi/cart_sub.cpp
   mpi/alltoallw.cpp mpi/datatype_large_counts.cpp mpi/type_hindexed_block.cpp
   mpi/handle_conversion.cpp mpi/info_queries.cpp mpi/status_setters.cpp)
+target_sources(sempi_mpi PRIVATE mpi/abi_guard.cpp)
 add_library(sempi::sempi_mpi ALIAS sempi_mpi)
+# The ABI of the predefined handles (see abi_guard.cpp): 1 since communicators carry attributes
+# and a shared error-handler slot.
+set(SEMPI_MPI_ABI 1)
 set_target_properties(sempi_mpi PROPERTIES
   OUTPUT_NAME sempi_mpi
-  VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+  VERSION ${SEMPI_MPI_ABI}.${PROJECT_VERSION_MINOR}.${PROJECT_VERSION_PATCH}
+  SOVERSION ${SEMPI_MPI_ABI}
   # Only what mpi.h declares is exported (it pushes default visibility).
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
