@@ -1,6 +1,8 @@
 // MPI_Cart_sub (MPI 3.1 section 7.5.7): splits a Cartesian communicator into the lower-
 // dimensional grids that keep the dimensions marked in remain_dims.
 
+#include <algorithm>
+
 #include "mpi/mpi_impl.hpp"
 
 using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
@@ -27,13 +29,15 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
       if (remain_dims[i] != 0) {
         key += coord * key_scale;
         key_scale *= t.dims[i];
-        sub->dims.insert(sub->dims.begin(), t.dims[i]);
-        sub->periods.insert(sub->periods.begin(), t.periods[i]);
+        sub->dims.push_back(t.dims[i]);  // last dimension first: reversed below
+        sub->periods.push_back(t.periods[i]);
       } else {
         color += coord * color_scale;
         color_scale *= t.dims[i];
       }
     }
+    std::reverse(sub->dims.begin(), sub->dims.end());
+    std::reverse(sub->periods.begin(), sub->periods.end());
     *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
     if (*newcomm != MPI_COMM_NULL) (*newcomm)->cart = std::move(sub);
   });
