@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sempi/constants.hpp"
+
 namespace sempi::detail {
 
 struct CommState {
@@ -44,6 +46,10 @@ struct CommState {
 
   [[nodiscard]] int size() const { return static_cast<int>(world_ranks.size()); }
   [[nodiscard]] std::uint32_t collective_context() const { return context + 1; }
+  /// World rank of communicator rank `source`; ANY_SOURCE stays ANY_SOURCE.
+  [[nodiscard]] int world_source(int source) const {
+    return source == ANY_SOURCE ? ANY_SOURCE : world_ranks[static_cast<std::size_t>(source)];
+  }
   /// Communicator rank of a world rank, or -1 if it is not a member.
   [[nodiscard]] int comm_rank(int world) const {
     const auto it = comm_rank_of_world.find(world);

@@ -450,8 +450,7 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   auto request = std::make_shared<RequestState>(RequestKind::recv);
   request->comm = comm;
   request->context = collective ? comm->collective_context() : comm->context;
-  request->source_world =
-      source == ANY_SOURCE ? ANY_SOURCE : comm->world_ranks[static_cast<std::size_t>(source)];
+  request->source_world = comm->world_source(source);
   request->tag = tag;
   request->buffer = buf;
   request->capacity = capacity;
@@ -529,46 +528,57 @@ std::optional<Status> Engine::unreachable_source(int source_world) const {
   return std::nullopt;
 }
 
+Status Engine::status_of(const CommState& comm, const Unexpected& message) {
+  Status status;
+  status.source = comm.comm_rank(message.source);
+  status.tag = message.tag;
+  status.bytes = static_cast<std::size_t>(message.bytes);
+  return status;
+}
+
 std::optional<Status> Engine::find_unexpected(const CommState& comm, bool collective, int source,
                                               int tag) {
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
-  const int source_world =
-      source == ANY_SOURCE ? ANY_SOURCE : comm.world_ranks[static_cast<std::size_t>(source)];
+  const int source_world = comm.world_source(source);
   const auto it = first_unexpected(context, source_world, tag);
-  if (it != unexpected_.end()) {
-    Status status;
-    status.source = comm.comm_rank(it->source);
-    status.tag = it->tag;
-    status.bytes = static_cast<std::size_t>(it->bytes);
-    return status;
-  }
+  if (it != unexpected_.end()) return status_of(comm, *it);
   return unreachable_source(source_world);
 }
 
-std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
-                                     int tag) {
+template <class Find>
+auto Engine::find_after_progress(Find&& find) -> decltype(find()) {
   {
     std::lock_guard lock(mu_);
-    if (auto status = find_unexpected(comm, collective, source, tag)) return status;
+    if (auto found = find()) return found;
   }
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
     progress(std::chrono::milliseconds(0));
   }
   std::lock_guard lock(mu_);
-  return find_unexpected(comm, collective, source, tag);
+  return find();
 }
 
-Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
+template <class Find>
+auto Engine::wait_for_match(Find&& find) {
   for (;;) {
     std::uint64_t generation = 0;
     {
       std::lock_guard lock(mu_);
-      if (auto status = find_unexpected(comm, collective, source, tag)) return *status;
+      if (auto found = find()) return std::move(*found);
       generation = unexpected_generation_.load();
     }
     wait_until([&] { return unexpected_generation_.load() != generation || aborted_.load(); });
   }
+}
+
+std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
+                                     int tag) {
+  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag); });
+}
+
+Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
+  return wait_for_match([&] { return find_unexpected(comm, collective, source, tag); });
 }
 
 // --- matched probe ---------------------------------------------------------------------------
@@ -582,45 +592,25 @@ struct MatchedMessage {
 
 std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int source,
                                                       int tag) {
-  const int source_world =
-      source == ANY_SOURCE ? ANY_SOURCE : comm.world_ranks[static_cast<std::size_t>(source)];
+  const int source_world = comm.world_source(source);
   const auto it = first_unexpected(comm.context, source_world, tag);
   if (it == unexpected_.end()) {
     if (auto failed = unreachable_source(source_world)) return Probed{*failed, nullptr};
     return std::nullopt;
   }
   Probed probed;
-  probed.status.source = comm.comm_rank(it->source);
-  probed.status.tag = it->tag;
-  probed.status.bytes = static_cast<std::size_t>(it->bytes);
+  probed.status = status_of(comm, *it);
   probed.message = std::make_shared<MatchedMessage>(MatchedMessage{std::move(*it)});
   unexpected_.erase(it);
   return probed;
 }
 
 std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
-  {
-    std::lock_guard lock(mu_);
-    if (auto probed = take_unexpected(comm, source, tag)) return probed;
-  }
-  if (progress_token_.try_lock()) {
-    std::lock_guard token(progress_token_, std::adopt_lock);
-    progress(std::chrono::milliseconds(0));
-  }
-  std::lock_guard lock(mu_);
-  return take_unexpected(comm, source, tag);
+  return find_after_progress([&] { return take_unexpected(comm, source, tag); });
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
-  for (;;) {
-    std::uint64_t generation = 0;
-    {
-      std::lock_guard lock(mu_);
-      if (auto probed = take_unexpected(comm, source, tag)) return std::move(*probed);
-      generation = unexpected_generation_.load();
-    }
-    wait_until([&] { return unexpected_generation_.load() != generation || aborted_.load(); });
-  }
+  return wait_for_match([&] { return take_unexpected(comm, source, tag); });
 }
 
 std::shared_ptr<RequestState> Engine::receive_matched(

@@ -277,8 +277,16 @@ class Engine {
   void start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
                                 const std::shared_ptr<RequestState>& request,
                                 std::uint32_t context, std::uint16_t op);
+  static Status status_of(const CommState& comm, const Unexpected& message);
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
                                         int tag);
+  // Probing (iprobe, improbe): `find` (an optional; called with mu_ held) now, and again after
+  // one round of progress.
+  template <class Find>
+  auto find_after_progress(Find&& find) -> decltype(find());
+  // Blocking probing (probe, mprobe): `find` until it matches; returns what it found.
+  template <class Find>
+  auto wait_for_match(Find&& find);
   std::optional<Probed> take_unexpected(const CommState& comm, int source, int tag);
   std::list<Unexpected>::iterator first_unexpected(std::uint32_t context, int source_world,
                                                    int tag);
