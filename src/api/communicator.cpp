@@ -165,13 +165,18 @@ std::pair<Message, Status> checked_probed(const std::shared_ptr<detail::CommStat
   return {Message(state, std::move(probed.message)), probed.status};
 }
 
+// A probe for source PROC_NULL matches at once: no message, nothing to receive.
+std::pair<Message, Status> probed_proc_null() {
+  return {Message::no_proc(), Status{PROC_NULL, ANY_TAG, 0, false, {}}};
+}
+
 }  // namespace
 
 std::pair<Message, Status> Communicator::mprobe(int source, int tag) const {
   const auto& comm = checked(state_, "mprobe");
   check_peer(comm, source, true, "mprobe", "source");
   check_tag(tag, true, "mprobe");
-  if (source == PROC_NULL) return {Message::no_proc(), Status{PROC_NULL, ANY_TAG, 0, false, {}}};
+  if (source == PROC_NULL) return probed_proc_null();
   return checked_probed(state_, Runtime::get().engine().mprobe(comm, source, tag), "mprobe");
 }
 
@@ -179,7 +184,7 @@ std::optional<std::pair<Message, Status>> Communicator::improbe(int source, int 
   const auto& comm = checked(state_, "improbe");
   check_peer(comm, source, true, "improbe", "source");
   check_tag(tag, true, "improbe");
-  if (source == PROC_NULL) return {{Message::no_proc(), Status{PROC_NULL, ANY_TAG, 0, false, {}}}};
+  if (source == PROC_NULL) return probed_proc_null();
   auto probed = Runtime::get().engine().improbe(comm, source, tag);
   if (!probed) return std::nullopt;
   return checked_probed(state_, std::move(*probed), "improbe");
