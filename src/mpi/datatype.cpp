@@ -128,6 +128,19 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
   });
 }
 
+// Equal-length blocks at byte displacements (MPI 3.1 section 4.1.2).
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
+                                   MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", [&] {
+    check_count(count);
+    check_lengths(1, &blocklength);
+    const auto& old = type_of(oldtype, false);
+    const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
+    const std::vector<std::int64_t> displs(displacements, displacements + count);
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+  });
+}
+
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
                            const MPI_Datatype types[], MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_struct", [&] {

@@ -6,7 +6,7 @@ add_library(sempi_mpi SHARED
 # Entry points kept in files of their own (one concept per file).
 target_sources(sempi_mpi PRIVATE
   mpi/matched_probe.cpp mpi/errhandler.cpp mpi/request_status.cpp mpi/cart_sub.cpp
-  mpi/alltoallw.cpp mpi/datatype_large_counts.cpp mpi/type_hindexed_block.cpp
+  mpi/alltoallw.cpp mpi/datatype_large_counts.cpp
   mpi/handle_conversion.cpp mpi/info_queries.cpp mpi/status_setters.cpp)
 target_sources(sempi_mpi PRIVATE mpi/abi_guard.cpp)
 add_library(sempi::sempi_mpi ALIAS sempi_mpi)
