@@ -27,10 +27,7 @@ PackedLayout layout_of(int n, const void* buf, const int counts[], const int dis
   for (int i = 0; i < n; ++i) {
     check_count(counts[i]);
     const auto& type = type_of(types[i]);
-    // A null buffer is only valid as MPI_BOTTOM with absolute addresses in the displacements.
-    constexpr std::int64_t kLowestMappedAddress = 4096;
-    if (buf == nullptr && counts[i] > 0 && type->size > 0 &&
-        displs[i] + type->true_lb < kLowestMappedAddress) {
+    if (missing_buffer(buf, counts[i], *type, displs[i])) {
       fail(MPI_ERR_BUFFER, "null buffer for block " + std::to_string(i));
     }
     const auto bytes = static_cast<std::size_t>(counts[i] * type->size);

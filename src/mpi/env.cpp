@@ -505,12 +505,16 @@ void Staging::allocate(std::size_t n) {
   size = n;
 }
 
-namespace {
-// A null buffer is only valid as MPI_BOTTOM with absolute displacements; low offsets from null
-// are a missing buffer, reported before memory is touched.
-void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
+bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
+                    std::int64_t displacement) {
   constexpr std::int64_t kLowestMappedAddress = 4096;
-  if (buf == nullptr && count > 0 && type.size > 0 && type.true_lb < kLowestMappedAddress) {
+  return buf == nullptr && count > 0 && type.size > 0 &&
+         displacement + type.true_lb < kLowestMappedAddress;
+}
+
+namespace {
+void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
+  if (missing_buffer(buf, count, type)) {
     fail(MPI_ERR_BUFFER, "null buffer for " + std::to_string(count) + " elements");
   }
 }

@@ -246,6 +246,12 @@ struct RecvBuffer {
   void finish(std::size_t bytes);
 };
 
+/// Whether `buf` is a missing buffer for `count` instances of `type` at `displacement` bytes: a
+/// null buffer is only valid as MPI_BOTTOM with absolute addresses, so low offsets from null
+/// are reported before memory is touched.
+bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
+                    std::int64_t displacement = 0);
+
 void to_mpi_status(const Status& in, MPI_Status* out) noexcept;
 void empty_status(MPI_Status* out) noexcept;
 
