@@ -352,18 +352,26 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
   header.tag = tag;
   if (bytes <= config_.eager_limit) {
     header.type = FrameType::eager;
-    request->pending_parts = 1;
-    if (synchronous) {
-      header.flags = flags::kSynchronous;
-      header.aux = next_sync_id_++;
-      peer->awaiting_sync_[header.aux] = request;
-      request->pending_parts = 2;
+    std::optional<std::uint64_t> id;
+    // Fast path: a small frame that TLS takes at once (or the channel copies) completes the
+    // send here, with no queued completion to allocate.
+    if (!synchronous) id = peer->channel_->send_now(header, {data, bytes});
+    if (id) {
+      complete(*request);
+    } else {
+      request->pending_parts = 1;
+      if (synchronous) {
+        header.flags = flags::kSynchronous;
+        header.aux = next_sync_id_++;
+        peer->awaiting_sync_[header.aux] = request;
+        request->pending_parts = 2;
+      }
+      id = peer->channel_->enqueue(header, {data, bytes},
+                                   [this, request, world](std::error_code ec) {
+                                     part_done(request, ec, world);
+                                   });
     }
-    const auto id = peer->channel_->enqueue(header, {data, bytes},
-                                            [this, request, world](std::error_code ec) {
-                                              part_done(request, ec, world);
-                                            });
-    audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
+    audit_message("message.send", world, context, op_code, tag, bytes, *id, {data, bytes});
   } else {
     // Rendezvous: announce the size; the data follows the receiver's CTS, straight from the
     // user's buffer. Completion therefore also proves the receive matched (ssend semantics).

@@ -49,6 +49,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -340,7 +341,7 @@ class Engine {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Peer>> peers_;  // index: world rank; null for self
   std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
-  std::list<std::shared_ptr<RequestState>> posted_;
+  std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;

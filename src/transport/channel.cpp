@@ -298,6 +298,41 @@ std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t>
   return header.sequence;
 }
 
+std::optional<std::uint64_t> Channel::send_now(FrameHeader header,
+                                               std::span<const std::uint8_t> payload) {
+  if (failed() || !outbound_.empty() || payload.size() > kCopyThreshold) return std::nullopt;
+  header.sequence = next_out_sequence_;
+  header.length = payload.size();
+  const EncodedHeader encoded = encode_frame_header(header);
+  send_now_buffer_.assign(encoded.begin(), encoded.end());
+  send_now_buffer_.insert(send_now_buffer_.end(), payload.begin(), payload.end());
+  const std::size_t size = send_now_buffer_.size();
+
+  clear_error_queue();
+  const int rc = SSL_write(ssl_.get(), send_now_buffer_.data(), static_cast<int>(size));
+  std::size_t written = 0;
+  if (rc > 0) {
+    written = static_cast<std::size_t>(rc);
+  } else {
+    const int err = SSL_get_error(ssl_.get(), rc);
+    if (err != SSL_ERROR_WANT_WRITE && err != SSL_ERROR_WANT_READ) {
+      fail_from_ssl(err, "send");
+      return std::nullopt;  // enqueue() reports the failure to the caller's completion
+    }
+    retry_size_ = size;  // OpenSSL must be handed the same bytes again
+    write_wants_read_ = err == SSL_ERROR_WANT_READ;
+  }
+  ++next_out_sequence_;
+  if (written < size) {  // the rest goes out with the next flush(), from a copy
+    Outbound item;
+    item.header = encoded;
+    item.small = std::move(send_now_buffer_);
+    item.written = written;
+    outbound_.push_back(std::move(item));
+  }
+  return header.sequence;
+}
+
 void Channel::complete_written() {
   while (!outbound_.empty() && outbound_.front().written == outbound_.front().total()) {
     auto done = std::move(outbound_.front().done);

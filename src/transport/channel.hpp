@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -105,6 +106,13 @@ class Channel {
   /// max_frame_payload is refused immediately (errc::frame_too_large via `done`).
   /// Returns the sequence number the frame carries (the peer sees the same number).
   std::uint64_t enqueue(FrameHeader header, std::span<const std::uint8_t> payload, SendCompletion done);
+  /// The small-message fast path: when nothing is queued and the payload is small enough to be
+  /// copied, the frame is handed to TLS at once (or, if TLS cannot take it now, copied into the
+  /// queue), so the caller's buffer is free on return and nothing is allocated. Returns the
+  /// frame's sequence number, or nullopt if the frame was not taken (the channel is busy or
+  /// failed, or the payload is large): the caller then uses enqueue(). As with enqueue(), the
+  /// records may wait in the socket BIO until flush().
+  std::optional<std::uint64_t> send_now(FrameHeader header, std::span<const std::uint8_t> payload);
   /// Writes queued frames without blocking. Returns the channel failure, if any.
   std::error_code flush();
   /// True while queued bytes remain; the caller waits for writability (or readability, see
@@ -170,6 +178,7 @@ class Channel {
   // Outbound state.
   std::deque<Outbound> outbound_;
   std::vector<std::uint8_t> coalesced_;  // small frames gathered into one TLS write
+  std::vector<std::uint8_t> send_now_buffer_;  // header + payload of send_now(), reused
   std::size_t coalesced_frames_ = 0;
   std::size_t coalesced_written_ = 0;
   std::size_t retry_size_ = 0;  // SSL_write must be retried with the same length after WANT_*

@@ -192,6 +192,67 @@ TEST(Channel, QueuedSmallFramesAreDeliveredInOrder) {
   EXPECT_EQ(receiver.get(), kFrames);
 }
 
+// send_now() takes small frames while nothing is queued, copying the one that TLS cannot take
+// when the socket is full (OpenSSL then insists on the same bytes again); after that it declines
+// and enqueue() takes over. Every frame still arrives, once and in order.
+TEST(Channel, SendNowFallsBackToTheQueueWhenTheSocketIsFull) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  const std::size_t large = 9000;  // above the copy threshold: send_now() declines it
+  {
+    FrameHeader h;
+    EXPECT_FALSE(pair.client->send_now(h, pattern(large, 1)).has_value());
+  }
+  std::vector<std::vector<std::uint8_t>> payloads;
+  int taken_now = 0;
+  int completed = 0;
+  std::optional<std::uint64_t> first_id;
+  // Nobody reads yet, so the socket and the socket BIO fill up within a few thousand frames.
+  for (int i = 0; i < 100000; ++i) {
+    payloads.push_back(pattern(4000 + static_cast<std::size_t>(i % 7), i));
+    FrameHeader h;
+    h.tag = i;
+    const auto id = pair.client->send_now(h, payloads.back());
+    if (!id) {
+      pair.client->enqueue(h, payloads.back(), [&](std::error_code ec) {
+        EXPECT_FALSE(ec);
+        ++completed;
+      });
+      break;
+    }
+    if (!first_id) first_id = *id;
+    EXPECT_EQ(*id, *first_id + static_cast<std::uint64_t>(i));
+    ++taken_now;
+  }
+  ASSERT_LT(taken_now, 100000) << "the socket never filled up";
+  ASSERT_TRUE(pair.client->has_pending_writes());
+  const int frames = taken_now + 1;
+  auto receiver = std::async(std::launch::async, [&] {
+    int ok = 0;
+    for (int i = 0; i < frames; ++i) {
+      FrameHeader h;
+      std::vector<std::uint8_t> payload;
+      if (pair.server->receive_frame(h, payload, long_deadline())) break;
+      if (h.tag == i && h.sequence == *first_id + static_cast<std::uint64_t>(i) &&
+          payload == payloads[static_cast<std::size_t>(i)]) {
+        ++ok;
+      }
+    }
+    return ok;
+  });
+  const auto deadline = long_deadline();
+  while (pair.client->has_pending_writes()) {
+    ASSERT_FALSE(pair.client->flush());
+    if (pair.client->has_pending_writes()) {
+      ASSERT_FALSE(transport::wait_fd(pair.client->native_handle(), transport::WaitFor::write,
+                                      deadline));
+    }
+  }
+  EXPECT_EQ(completed, 1);
+  EXPECT_EQ(receiver.get(), frames);
+}
+
 // The socket BIO takes everything queued on the socket in one recv(); what the first frame did
 // not use is invisible to poll() and must still be reported, or a receiver would wait forever.
 TEST(Channel, BytesBufferedBeyondOneFrameAreReportedAndDelivered) {
