@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include <openssl/err.h>
 
@@ -439,7 +440,22 @@ bool Channel::has_buffered_input() const {
   // Not SSL_has_pending(): it also counts the start of a record whose rest has not arrived,
   // and a reader relying on it would spin instead of waiting when a peer stalls mid-record.
   // Without OpenSSL's read-ahead nothing else can be buffered.
-  return SSL_pending(ssl_.get()) > 0 || socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
+  return staged() > 0 || SSL_pending(ssl_.get()) > 0 ||
+         socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
+}
+
+long Channel::take_input(std::uint8_t* dst, std::size_t size) {
+  if (staged() == 0) {
+    if (size >= stage_.size()) return read_some(dst, size);  // large: straight to its place
+    const long n = read_some(stage_.data(), stage_.size());
+    if (n <= 0) return n;
+    stage_begin_ = 0;
+    stage_end_ = static_cast<std::size_t>(n);
+  }
+  const std::size_t count = std::min(size, staged());
+  std::memcpy(dst, stage_.data() + stage_begin_, count);
+  stage_begin_ += count;
+  return static_cast<long>(count);
 }
 
 std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames) {
@@ -448,8 +464,8 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
   // A frame handler may fail the channel (e.g. a reply could not be sent): stop reading then.
   while (delivered < max_frames && !failed()) {
     if (!in_payload_phase_) {
-      const long n = read_some(in_header_.data() + in_header_got_,
-                               kFrameHeaderSize - in_header_got_);
+      const long n = take_input(in_header_.data() + in_header_got_,
+                                kFrameHeaderSize - in_header_got_);
       if (n < 0) return failure_.code;
       if (n == 0) return {};
       in_header_got_ += static_cast<std::size_t>(n);
@@ -471,8 +487,8 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
         continue;
       }
     } else {
-      const long n = read_some(in_payload_.data() + in_payload_got_,
-                               in_payload_.size() - in_payload_got_);
+      const long n = take_input(in_payload_.data() + in_payload_got_,
+                                in_payload_.size() - in_payload_got_);
       if (n < 0) return failure_.code;
       if (n == 0) return {};
       in_payload_got_ += static_cast<std::size_t>(n);

@@ -17,6 +17,7 @@
 //
 // Thread safety: a Channel is not thread-safe; one thread (the rank's progress thread) owns it.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -162,6 +163,9 @@ class Channel {
   std::error_code fail_from_ssl(int ssl_error, const char* during);
   // One SSL_read into dst; returns bytes, 0 when it would block, -1 after failing the channel.
   long read_some(std::uint8_t* dst, std::size_t size);
+  // Like read_some, but small reads go through stage_ (see below).
+  long take_input(std::uint8_t* dst, std::size_t size);
+  [[nodiscard]] std::size_t staged() const noexcept { return stage_end_ - stage_begin_; }
   void complete_written();
 
   UniqueFd fd_;
@@ -186,6 +190,12 @@ class Channel {
   std::uint64_t next_out_sequence_ = 0;
 
   // Inbound state.
+  // Decrypted bytes taken from TLS but not yet parsed. A frame header is read together with
+  // what follows it in the record (a small payload, further coalesced frames), so a small
+  // message costs one SSL_read instead of two; a large payload is read straight into place.
+  std::array<std::uint8_t, 512> stage_;
+  std::size_t stage_begin_ = 0;
+  std::size_t stage_end_ = 0;
   EncodedHeader in_header_{};
   std::size_t in_header_got_ = 0;
   FrameHeader in_frame_;
