@@ -334,8 +334,8 @@ class Launcher::Job {
   void start_audit(const pki::JobId& job) {
     audit_dir_ = options_.audit_dir ? *options_.audit_dir
                                     : std::filesystem::path("sempi-audit") / job.hex();
-    pki::make_private_dir(audit_dir_);
-    audit_dir_ = std::filesystem::absolute(audit_dir_);  // ranks may run elsewhere
+    // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
+    audit_dir_ = pki::make_private_dir(audit_dir_);
     audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                      {job.hex(), std::nullopt, /*flush_each=*/true});
     seal_key_.emplace(audit::SealKey::generate());
