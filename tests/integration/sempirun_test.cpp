@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,12 +54,19 @@ struct RunResult {
   std::string out;
   std::string err;
   Clock::duration elapsed{};
+  bool core_dumped = false;  // killed by a signal, and the kernel wrote a core dump
 };
 
 struct RunOptions {
   std::vector<std::string> env;  // extra NAME=VALUE for sempirun itself
   // Called whenever stdout grows; may signal sempirun (its pid is passed).
   std::function<void(pid_t, const std::string& out)> on_output;
+};
+
+// Where and how sempirun's process starts.
+struct ProcessSetup {
+  fs::path cwd;                 // empty: ours
+  bool unlimited_core = false;  // no limit on the size of a core dump
 };
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -84,7 +92,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& options = {}) {
+RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& options = {},
+                       const ProcessSetup& setup = {}) {
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -110,6 +119,11 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     ::dup2(null, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
+    if (!setup.cwd.empty() && ::chdir(setup.cwd.c_str()) != 0) ::_exit(127);
+    if (setup.unlimited_core) {
+      const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+      if (::setrlimit(RLIMIT_CORE, &unlimited) != 0) ::_exit(127);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -156,6 +170,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   }
   result.elapsed = Clock::now() - start;
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.core_dumped = WIFSIGNALED(status) && WCOREDUMP(status);
   return result;
 }
 
@@ -431,6 +446,20 @@ TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
   EXPECT_EQ(r.status, 130) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
   expect_all_gone(dir.path(), 2);
+}
+
+// The job CA key and the audit seal key live only in sempirun's memory; both were found in the
+// core file of a launcher that crashed (here: SIGABRT) under `ulimit -c unlimited`.
+TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
+  TempDir dir;
+  const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 60"},
+                              {.env = {}, .on_output = signal_when_ready(2, SIGABRT)},
+                              {.cwd = dir.path(), .unlimited_core = true});
+  EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
+  EXPECT_FALSE(r.core_dumped) << describe(r);
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("core")) << entry.path();
+  }
 }
 
 // --- usage errors -------------------------------------------------------------------------------
