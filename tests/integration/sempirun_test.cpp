@@ -538,6 +538,22 @@ TEST(Sempirun, AuditDirIsCreatedPrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
+// The default ./sempi-audit/<job> in a shared directory: whoever may write there (here anyone)
+// could rename the job's audit directory and put their own in its place.
+TEST(Sempirun, DefaultAuditDirInADirectoryOthersCanChangeIsRefused) {
+  TempDir dir;
+  const auto shared = dir.path() / "shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  const auto r = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, shared.string() + " is writable by others")) << describe(r);
+
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // sticky, like /tmp: fine
+  const auto sticky = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  EXPECT_EQ(sticky.status, 0) << describe(sticky);
+}
+
 // --- enrollment over the bootstrap protocol ------------------------------------------------------
 
 class SempirunEnroll : public testing::TestWithParam<int> {};
