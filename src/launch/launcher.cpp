@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -257,6 +258,14 @@ class Launcher::Job {
                                   : std::chrono::seconds(std::chrono::hours(24))) {}
 
   int run() {
+    // The job CA key and the audit seal key exist only in this process. Non-dumpable, it
+    // writes no core file holding them if it crashes, and no other process of the user can
+    // read them through ptrace or /proc/PID/mem. sempirun runs no application code, so no
+    // debugging is lost; ranks are dumpable again once they exec.
+    if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
+      throw Error(ErrorClass::io, std::string("cannot protect the job's keys from core dumps: ") +
+                                      std::strerror(errno));
+    }
     ensure_standard_fds();
     const auto nofile = raise_fd_limit();
     check_fd_budget();
@@ -334,8 +343,8 @@ class Launcher::Job {
   void start_audit(const pki::JobId& job) {
     audit_dir_ = options_.audit_dir ? *options_.audit_dir
                                     : std::filesystem::path("sempi-audit") / job.hex();
-    pki::make_private_dir(audit_dir_);
-    audit_dir_ = std::filesystem::absolute(audit_dir_);  // ranks may run elsewhere
+    // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
+    audit_dir_ = pki::make_private_dir(audit_dir_);
     audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                      {job.hex(), std::nullopt, /*flush_each=*/true});
     seal_key_.emplace(audit::SealKey::generate());

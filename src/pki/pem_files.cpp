@@ -56,9 +56,33 @@ void make_one_dir(const std::filesystem::path& dir) {
               "cannot create directory " + dir.string() + ": " + errno_text(err));
 }
 
+// Whoever may rename entries of a directory on the way to `dir` can swap `dir` itself (or a
+// directory above it) for one of their own, after we checked it. A directory on the way is
+// safe if it belongs to root or to us and nobody else may write into it, or if it is sticky
+// (like /tmp): there only an entry's owner may rename it, and its entries on our path are
+// checked in turn.
+void check_ancestors(const std::filesystem::path& dir, const std::filesystem::path& real) {
+  for (std::filesystem::path p = real.parent_path();; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) {
+      throw Error(ErrorClass::config, "cannot inspect " + p.string() + ": " + errno_text(errno));
+    }
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      throw Error(ErrorClass::config, p.string() + " belongs to another user (uid " +
+                                          std::to_string(st.st_uid) + "), who could replace " +
+                                          dir.string() + "; choose a directory of your own");
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+      throw Error(ErrorClass::config, p.string() + " is writable by others, who could replace " +
+                                          dir.string() + "; choose a directory of your own");
+    }
+    if (p == p.root_path()) return;
+  }
+}
+
 }  // namespace
 
-void make_private_dir(const std::filesystem::path& dir) {
+std::filesystem::path make_private_dir(const std::filesystem::path& dir) {
   if (dir.empty()) throw Error(ErrorClass::config, "empty directory name");
   // Create missing ancestors first, each 0700 like the leaf.
   std::filesystem::path partial;
@@ -85,6 +109,17 @@ void make_private_dir(const std::filesystem::path& dir) {
                                         " is writable by others, who could replace its files"
                                         " (chmod 700 it, or give a new directory)");
   }
+  // From here on callers use the resolved path, so a symbolic link on the way that changes
+  // later cannot redirect what they write.
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
+  struct stat real_st {};
+  if (ec || ::stat(real.c_str(), &real_st) != 0 || real_st.st_dev != st.st_dev ||
+      real_st.st_ino != st.st_ino) {
+    throw Error(ErrorClass::config, dir.string() + " changed while it was being checked");
+  }
+  check_ancestors(dir, real);
+  return real;
 }
 
 void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {

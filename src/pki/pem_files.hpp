@@ -9,8 +9,10 @@ namespace sempi::pki {
 
 /// Creates `dir` (and parents) with mode 0700 if missing. Throws sempi::Error(config) if it
 /// exists and is not a directory, is a symbolic link, belongs to another user, or is writable
-/// by group or others.
-void make_private_dir(const std::filesystem::path& dir);
+/// by group or others; or if a directory above it could be changed by another user (it
+/// belongs to one, or others may write into it and it is not sticky like /tmp), since they
+/// could then replace `dir`. Returns the resolved absolute path, which callers should use.
+std::filesystem::path make_private_dir(const std::filesystem::path& dir);
 
 /// Writes `content` atomically (temp file + rename) with the given mode (0600 for keys, 0644
 /// for certificates). The file is created with the final mode; it is never world-readable

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,12 +54,19 @@ struct RunResult {
   std::string out;
   std::string err;
   Clock::duration elapsed{};
+  bool core_dumped = false;  // killed by a signal, and the kernel wrote a core dump
 };
 
 struct RunOptions {
   std::vector<std::string> env;  // extra NAME=VALUE for sempirun itself
   // Called whenever stdout grows; may signal sempirun (its pid is passed).
   std::function<void(pid_t, const std::string& out)> on_output;
+};
+
+// Where and how sempirun's process starts.
+struct ProcessSetup {
+  fs::path cwd;                 // empty: ours
+  bool unlimited_core = false;  // no limit on the size of a core dump
 };
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -84,7 +92,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& options = {}) {
+RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& options = {},
+                       const ProcessSetup& setup = {}) {
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -110,6 +119,11 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     ::dup2(null, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
+    if (!setup.cwd.empty() && ::chdir(setup.cwd.c_str()) != 0) ::_exit(127);
+    if (setup.unlimited_core) {
+      const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+      if (::setrlimit(RLIMIT_CORE, &unlimited) != 0) ::_exit(127);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -156,6 +170,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   }
   result.elapsed = Clock::now() - start;
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.core_dumped = WIFSIGNALED(status) && WCOREDUMP(status);
   return result;
 }
 
@@ -433,6 +448,20 @@ TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
   expect_all_gone(dir.path(), 2);
 }
 
+// The job CA key and the audit seal key live only in sempirun's memory; both were found in the
+// core file of a launcher that crashed (here: SIGABRT) under `ulimit -c unlimited`.
+TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
+  TempDir dir;
+  const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 60"},
+                              {.env = {}, .on_output = signal_when_ready(2, SIGABRT)},
+                              {.cwd = dir.path(), .unlimited_core = true});
+  EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
+  EXPECT_FALSE(r.core_dumped) << describe(r);
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("core")) << entry.path();
+  }
+}
+
 // --- usage errors -------------------------------------------------------------------------------
 
 struct UsageCase {
@@ -507,6 +536,22 @@ TEST(Sempirun, AuditDirIsCreatedPrivate) {
   struct stat st {};
   ASSERT_EQ(::stat(audit.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+// The default ./sempi-audit/<job> in a shared directory: whoever may write there (here anyone)
+// could rename the job's audit directory and put their own in its place.
+TEST(Sempirun, DefaultAuditDirInADirectoryOthersCanChangeIsRefused) {
+  TempDir dir;
+  const auto shared = dir.path() / "shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  const auto r = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, shared.string() + " is writable by others")) << describe(r);
+
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // sticky, like /tmp: fine
+  const auto sticky = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  EXPECT_EQ(sticky.status, 0) << describe(sticky);
 }
 
 // --- enrollment over the bootstrap protocol ------------------------------------------------------

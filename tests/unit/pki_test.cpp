@@ -866,6 +866,48 @@ TEST(PemFiles, PrivateDirAndFileModes) {
   EXPECT_EQ(file_mode(dir / "c2.pem"), 0644u);
 }
 
+// Another user who may rename entries of a directory above ours can swap ours for theirs
+// after the checks (e.g. a shared ./sempi-audit made world-writable by someone else).
+TEST(PemFiles, PrivateDirRefusesAncestorsOthersCanChange) {
+  const TempDir tmp;
+  const auto refused_because = [](const fs::path& dir, const std::string& why) {
+    try {
+      (void)make_private_dir(dir);
+      ADD_FAILURE() << dir << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_class(), ErrorClass::config);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  const fs::path open = tmp.path() / "open";
+  ASSERT_EQ(::mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  refused_because(open / "new", "is writable by others");
+  refused_because(open / "new" / "deeper", "is writable by others");
+  ASSERT_EQ(::mkdir((open / "mine").c_str(), 0700), 0);  // ours and private, but replaceable
+  refused_because(open / "mine", "is writable by others");
+  ASSERT_EQ(::chmod(open.c_str(), 0770), 0);
+  refused_because(open / "mine", "is writable by others");
+
+  // A sticky directory (like /tmp) lets only an entry's owner rename it.
+  ASSERT_EQ(::chmod(open.c_str(), 01777), 0);
+  const fs::path mine = make_private_dir(open / "mine");
+  EXPECT_EQ(mine, fs::canonical(open / "mine"));
+
+  if (::geteuid() == 0) {  // only root can give a directory to another user
+    ASSERT_EQ(::chmod(open.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(open.c_str(), 65534, 65534), 0);
+    refused_because(open / "mine", "belongs to another user");
+  }
+
+  // A link on the way is fine if it leads to a safe place; callers get the resolved path.
+  const fs::path real = tmp.path() / "real";
+  ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
+  fs::create_directory_symlink(real, tmp.path() / "via");
+  const fs::path resolved = make_private_dir(tmp.path() / "via" / "out");
+  EXPECT_EQ(resolved, fs::canonical(real / "out"));
+}
+
 TEST(PemFiles, PrivateDirRefusesAFile) {
   const TempDir tmp;
   write_file(tmp.path() / "f", "x", 0600);

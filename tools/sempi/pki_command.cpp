@@ -156,10 +156,10 @@ int run_ca(const std::vector<std::string>& args) {
   const fs::path key_path = out / "ca.key";
   check_overwrite({cert_path, key_path}, cli.flag("--force"));
   const pki::JobCa ca = pki::JobCa::create(job, validity, key_type);
-  pki::make_private_dir(out);
+  const fs::path dir = pki::make_private_dir(out);
   // Key first: a ca.pem without its key is useless, a key without ca.pem is just retried.
-  pki::write_file(key_path, ca.key().to_pem(), 0600);
-  pki::write_file(cert_path, ca.certificate().to_pem(), 0644);
+  pki::write_file(dir / key_path.filename(), ca.key().to_pem(), 0600);
+  pki::write_file(dir / cert_path.filename(), ca.certificate().to_pem(), 0644);
 
   std::printf("job: %s\n", job.hex().c_str());
   std::printf("key type: %s\n", pki::key_type_name(key_type));
@@ -207,9 +207,9 @@ int run_issue(const std::vector<std::string>& args) {
   options.validity = validity;
   const pki::Certificate cert = ca.issue(csr, options);
 
-  pki::make_private_dir(out);
-  pki::write_file(key_path, key.to_pem(), 0600);
-  pki::write_file(cert_path, cert.to_pem(), 0644);
+  const fs::path dir = pki::make_private_dir(out);
+  pki::write_file(dir / key_path.filename(), key.to_pem(), 0600);
+  pki::write_file(dir / cert_path.filename(), cert.to_pem(), 0644);
 
   std::printf("job: %s\n", ca.job().hex().c_str());
   std::printf("rank: %u\n", rank);
