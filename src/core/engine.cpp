@@ -816,9 +816,25 @@ void Engine::handle_bootstrap_message(const nlohmann::json& message) {
   }
 }
 
+void Engine::fail_unacknowledging_peers() {
+  std::lock_guard lock(mu_);
+  bool failed = false;
+  for (auto& peer : peers_) {
+    if (!peer || !peer->channel_ || peer->failed_) continue;
+    if (transport::unacknowledged_too_long(peer->channel_->native_handle())) {
+      fail_peer(*peer, "its host acknowledged nothing for " +
+                           std::to_string(transport::kUnacknowledgedLimitMs / 1000) +
+                           " s (host down or unreachable)");
+      failed = true;
+    }
+  }
+  if (failed) kick();  // a waiter blocked in poll() on that socket must look again
+}
+
 void Engine::background_loop() {
   using namespace std::chrono_literals;
   constexpr std::int64_t kQuietNs = 5'000'000;
+  auto next_host_check = std::chrono::steady_clock::now();
   while (!stopping_) {
     {
       std::unique_lock lock(background_mu_);
@@ -827,6 +843,12 @@ void Engine::background_loop() {
     if (stopping_) break;
     // Bounds what a crash can lose of the audit log (its own lock, never the engine's).
     if (config_.audit) config_.audit->flush_if_due();
+    // Off the message path, and even while the application waits: a lost host is noticed
+    // here when data to it is in flight (keepalive covers idle connections).
+    if (const auto now = std::chrono::steady_clock::now(); now >= next_host_check) {
+      next_host_check = now + 1s;
+      fail_unacknowledging_peers();
+    }
     if (active_waiters_.load() > 0 || now_ns() - last_activity_ns_.load() < kQuietNs) continue;
     if (!progress_token_.try_lock()) continue;
     background_polling_ = true;

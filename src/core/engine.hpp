@@ -334,6 +334,8 @@ class Engine {
   template <class Done>
   void wait_until(Done&& done, int peer_hint = -1);
   void background_loop();
+  // Fails every peer whose host has left sent data unacknowledged too long (socket.hpp).
+  void fail_unacknowledging_peers();
 
   EngineConfig config_;
   mutable std::mutex mu_;

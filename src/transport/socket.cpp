@@ -70,6 +70,15 @@ std::error_code prepare_stream_socket(int fd) {
   return {};
 }
 
+bool unacknowledged_too_long(int fd) {
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
+  // tcpi_unacked: segments in flight. A receiver that stops reading closes its window instead:
+  // then nothing is in flight, and its kernel answers the window probes.
+  return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= kUnacknowledgedLimitMs;
+}
+
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec) {
   UniqueFd fd{::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (!fd.valid()) {

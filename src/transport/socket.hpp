@@ -46,6 +46,17 @@ UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec)
 inline constexpr int kKeepaliveIdleSeconds = 20;
 inline constexpr int kKeepaliveIntervalSeconds = 5;
 inline constexpr int kKeepaliveProbes = 4;
+// Keepalive only runs while nothing is in flight: data sent just before the peer's host
+// vanished would instead be retransmitted for ~15 minutes (tcp_retries2). TCP_USER_TIMEOUT
+// would bound that, but it also ends a connection whose receiver merely stops reading for a
+// while (zero-window probing counts against it), which backpressure does on purpose. So the
+// engine asks the kernel instead: data that has waited this long without any acknowledgement
+// from the peer's host (which acknowledges even when its rank is busy) means the host is gone.
+inline constexpr unsigned kUnacknowledgedLimitMs =
+    (kKeepaliveIdleSeconds + kKeepaliveProbes * kKeepaliveIntervalSeconds) * 1000;
+
+/// True if `fd` has sent data that nothing has acknowledged for kUnacknowledgedLimitMs.
+bool unacknowledged_too_long(int fd);
 
 /// Sets O_NONBLOCK, FD_CLOEXEC, TCP_NODELAY and keepalive on a connected socket.
 std::error_code prepare_stream_socket(int fd);

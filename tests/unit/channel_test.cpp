@@ -66,7 +66,8 @@ TEST(Channel, HandshakeEstablishesPinnedIdentitiesOverTls13) {
       << cipher;
 }
 
-// Both ends probe an idle peer, so that a host that vanishes without a reset is noticed.
+// Both ends probe an idle peer, so that a host that vanishes without a reset is noticed (a
+// real lost host, also with data in flight: tests/integration/lost_host_test.cpp).
 TEST(Channel, BothEndsKeepTheConnectionAlive) {
   TestJob job(2);
   auto pair = connect_pair(job);
@@ -82,6 +83,7 @@ TEST(Channel, BothEndsKeepTheConnectionAlive) {
     EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPIDLE), transport::kKeepaliveIdleSeconds);
     EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPINTVL), transport::kKeepaliveIntervalSeconds);
     EXPECT_EQ(option(IPPROTO_TCP, TCP_KEEPCNT), transport::kKeepaliveProbes);
+    EXPECT_FALSE(transport::unacknowledged_too_long(channel->native_handle()));
   }
 }
 

@@ -432,6 +432,27 @@ void reset_while_paused(const sempi::Communicator& world, const std::string& dir
   }
 }
 
+// Both ranks wait on each other over an idle connection; the test then takes the network away
+// (tests/integration/lost_host_test.cpp). Nothing resets the connections, so only TCP
+// keepalive can tell the ranks that their peer is gone: each receive must fail, not hang.
+void lost_link(const sempi::Communicator& world, const std::string& dir) {
+  world.barrier();  // every channel is up
+  if (world.rank() == 0) {
+    const int ready = ::open((dir + "/ready").c_str(), O_WRONLY | O_CLOEXEC);
+    CHECK(ready >= 0 && ::write(ready, "r", 1) == 1);
+    ::close(ready);
+  }
+  int value = 0;
+  try {
+    (void)world.recv(value, 1 - world.rank(), 7);
+  } catch (const sempi::Error& e) {
+    std::fprintf(stderr, "rank %d: receive failed: %s\n", world.rank(), e.what());
+    CHECK(e.error_class() == sempi::ErrorClass::peer_failed);
+    return;
+  }
+  CHECK(!"the receive from a lost peer completed");
+}
+
 // --- failure scenarios: the victim misbehaves, the others wait on it -------------------------
 
 void victim_scenario(const sempi::Communicator& world, const std::string& how) {
@@ -463,6 +484,10 @@ int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "all";
   if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang") {
     victim_scenario(world, scenario);
+  }
+  if (scenario == "lostlink") {
+    lost_link(world, argc > 2 ? argv[2] : ".");
+    return 0;
   }
   if (scenario == "resetpaused") {
     reset_while_paused(world, argc > 2 ? argv[2] : ".");
