@@ -130,6 +130,32 @@ TEST(Policy, ReceiverCutsOffARankThatFloodsRefusedMessages) {
   EXPECT_EQ(verify_text(job.audit), "OK");
 }
 
+TEST(Policy, RefusalsReceivedDuringFinalizeAreAudited) {
+  // Rank 0 is already in finalize when rank 1's denied messages arrive: its log must stay open
+  // until its peers said goodbye, so these decisions land in the sealed chain too.
+  TempDir dir;
+  const fs::path file = dir.path() / "policy.json";
+  std::ofstream(file) << restricted("");
+  const fs::path audit = dir.path() / "audit";
+  const auto result =
+      run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
+               "--audit-dir", audit.string(), POLICY_PROBE_PATH, "late_refusal", audit.string()},
+              90s);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::map<int, std::string> refused;  // tag -> reason
+  for (const auto& d : records(audit / "rank-0.jsonl", "policy.deny")) {
+    EXPECT_EQ(d["sempi"]["direction"], "receive");
+    refused[d["sempi"]["tag"].get<int>()] = d["event"]["reason"].get<std::string>();
+  }
+  EXPECT_NE(refused[500].find("tag"), std::string::npos);
+  EXPECT_NE(refused[5].find("size"), std::string::npos);
+  EXPECT_EQ(verify_text(audit), "OK");
+  // The rank reported its head after the drain: the seal did not fall back to reading the file.
+  const auto seal = records(audit / "launcher.jsonl", "audit.seal");
+  ASSERT_EQ(seal.size(), 1u);
+  EXPECT_EQ(seal[0]["sempi"]["seal"]["ranks"][0]["source"], "reported") << seal[0].dump();
+}
+
 TEST(Policy, AbortOnViolationEndsTheJob) {
   TempDir dir;
   const auto job = run(dir, 2, restricted(R"("on_violation": "abort",)"), "abort");
