@@ -64,6 +64,11 @@ expect 1 "/segmentation/0/between/1: unknown group 'ghost'" "path of an unknown 
   "$SEMPI" policy check "$WORK/bad.json"
 printf '{"version": 1,' > "$WORK/syntax.json"
 expect 1 "invalid JSON" "syntax error" -- "$SEMPI" policy check "$WORK/syntax.json"
+printf '{"version": 1e400}' > "$WORK/overflow.json"
+expect 1 "overflow.json: /: invalid JSON: .*number overflow" "number too large for a double" -- \
+  "$SEMPI" policy check "$WORK/overflow.json"
+expect 2 "overflow.json: invalid JSON" "explain names the file of an overflowing number" -- \
+  "$SEMPI" policy explain "$WORK/overflow.json" --from 0 --to 1
 expect 2 "cannot read policy file" "missing file" -- "$SEMPI" policy check "$WORK/nope.json"
 expect 2 "" "no file" -- "$SEMPI" policy check
 expect 2 "" "unknown option" -- "$SEMPI" policy check "$WORK/bad.json" --bogus
