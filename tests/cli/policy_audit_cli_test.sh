@@ -70,6 +70,7 @@ expect 1 "overflow.json: /: invalid JSON: .*number overflow" "number too large f
 expect 2 "overflow.json: invalid JSON" "explain names the file of an overflowing number" -- \
   "$SEMPI" policy explain "$WORK/overflow.json" --from 0 --to 1
 expect 2 "cannot read policy file" "missing file" -- "$SEMPI" policy check "$WORK/nope.json"
+expect 2 "is a directory" "a directory as the file" -- "$SEMPI" policy check "$WORK"
 expect 2 "" "no file" -- "$SEMPI" policy check
 expect 2 "" "unknown option" -- "$SEMPI" policy check "$WORK/bad.json" --bogus
 

@@ -1,6 +1,7 @@
 // `sempi policy`: validate a policy and explain its decisions.
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -54,6 +55,10 @@ bool wants_help(const std::vector<std::string>& args) {
 }
 
 std::string read_text(const std::string& path) {
+  // A directory opens, then reads as empty: it would be reported as a syntax error.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorClass::config, "policy file " + path + " is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorClass::config, "cannot read policy file " + path);
   std::ostringstream text;
