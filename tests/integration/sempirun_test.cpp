@@ -585,6 +585,15 @@ TEST(SempirunEnrollment, UnknownMessageTypeIsRefused) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+TEST(SempirunEnrollment, AuditHeadBeforeFinalizeIsRefused) {
+  const auto r = run_sempirun(
+      {"-n", "2", ENROLL_PROBE_PATH, "--mode", "early-audit-head", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 sent an audit_head before finalize or twice\n"))
+      << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
 TEST(SempirunEnrollment, AbortFromARankSetsTheExitStatus) {
   const auto r =
       run_sempirun({"-n", "3", ENROLL_PROBE_PATH, "--mode", "abort", "--only-rank", "1"});
