@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -235,6 +236,17 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   const auto verify = tool({"audit", "verify", job.audit.string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
   EXPECT_TRUE(verify.output.starts_with("OK: 4 files")) << verify.output;
+  // The pinned key as an operator may paste it (upper case) matches; a mistyped one is a usage
+  // error, not a false alarm of a rewritten log.
+  const auto start = records(job.audit / "launcher.jsonl", "job.start");
+  ASSERT_EQ(start.size(), 1u);
+  std::string key = start[0]["sempi"]["audit_key"]["public_key"].get<std::string>();
+  for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto pinned = tool({"audit", "verify", job.audit.string(), "--public-key", key});
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.output;
+  const auto typo = tool({"audit", "verify", job.audit.string(), "--public-key", key.substr(1)});
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("invalid --public-key"), std::string::npos) << typo.output;
 
   const auto report = audit::report_json(audit::load_audit_dir(job.audit));
   int pairs = 0;
