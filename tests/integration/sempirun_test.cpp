@@ -477,6 +477,19 @@ TEST(Sempirun, InvalidPolicyFile) {
       << describe(r);
 }
 
+TEST(Sempirun, PolicyErrorsEscapeWhatTheFileSays) {
+  // A name in the policy is quoted in the error: it must not reach the terminal as control
+  // characters (here: set the window title).
+  TempDir dir;
+  const auto path = dir.path() / "policy.json";
+  std::ofstream(path) << R"({"version": 1, "groups": {"io": "0-1"},
+    "segmentation": [{"between": ["io", "\u001b]0;pwned\u0007"]}]})";
+  const auto r = run_sempirun({"-n", "1", "--policy", path.string(), "/bin/true"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << describe(r);
+  EXPECT_TRUE(contains(r.err, "\\x1b]0;pwned\\x07")) << describe(r);
+}
+
 TEST(Sempirun, ProgramWithoutExecutePermission) {
   TempDir dir;
   const auto path = dir.path() / "script.sh";

@@ -338,6 +338,12 @@ TEST(AuditPrintable, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable("a\\x1b"), "a\\\\x1b");   // a literal backslash stays distinguishable
 }
 
+TEST(AuditPrintable, PrintableLinesKeepsLineBreaksOnly) {
+  EXPECT_EQ(printable_lines("invalid policy:\n  /groups/a: '\x1b[2J'\r\n"),
+            "invalid policy:\n  /groups/a: '\\x1b[2J'\\x0d\n");
+  EXPECT_EQ(printable_lines(""), "");
+}
+
 TEST(AuditReport, TextReportEscapesWhatTheLogSays) {
   TempDir dir;
   make_sealed_job(dir.path());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/collective_kind.hpp"
+#include "common/printable.hpp"
 #include "policy/policy.hpp"
 #include "sempi/cli_args.hpp"
 #include "sempi/command.hpp"
@@ -89,13 +90,15 @@ int run_check(const std::vector<std::string>& args) {
   } catch (const nlohmann::json::exception& e) {
     // A syntax error (with line and column), or a number no double holds (1e400): both are
     // findings about the file, even though the parser throws the latter with exceptions off.
-    std::fprintf(stdout, "%s: /: invalid JSON: %s\n", file.c_str(), e.what());
+    std::fprintf(stdout, "%s: /: invalid JSON: %s\n", file.c_str(), printable(e.what()).c_str());
     return kExitFinding;
   }
   const auto issues = policy::Policy::validate(json);
   if (!issues.empty()) {
     for (const auto& i : issues) {
-      std::fprintf(stdout, "%s: %s: %s\n", file.c_str(), i.path.c_str(), i.message.c_str());
+      // Paths and messages quote the policy's own names: escaped, as audit tools do.
+      std::fprintf(stdout, "%s: %s: %s\n", file.c_str(), printable(i.path).c_str(),
+                   printable(i.message).c_str());
     }
     std::fprintf(stdout, "%s: invalid policy (%zu problem%s)\n", file.c_str(), issues.size(),
                  issues.size() == 1 ? "" : "s");
