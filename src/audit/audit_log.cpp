@@ -39,9 +39,19 @@ void append_string(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
+// Set when this thread's MdCtxHolder is destroyed. A thread's thread_local objects are
+// destroyed before static objects and atexit handlers run, which may still log (a runtime
+// finalized at exit): they hash without the reused context. Trivially destructible, so it
+// stays readable until the thread ends.
+thread_local bool t_holder_destroyed = false;
+
 struct MdCtxHolder {
   pki::EvpMdCtxPtr ctx{EVP_MD_CTX_new()};
   bool initialised = false;
+  MdCtxHolder() = default;
+  MdCtxHolder(const MdCtxHolder&) = delete;
+  MdCtxHolder& operator=(const MdCtxHolder&) = delete;
+  ~MdCtxHolder() { t_holder_destroyed = true; }
 };
 
 }  // namespace
@@ -74,9 +84,16 @@ void append_json_escaped(std::string& out, std::string_view text) {
 Sha256 sha256(std::span<const std::uint8_t> data) {
   // One context per thread, reused: hashing every record must not allocate. After the first
   // use, initialising with a null type keeps the digest already fetched (no provider lookup).
-  thread_local MdCtxHolder holder;
   Sha256 out{};
   unsigned int len = 0;
+  if (t_holder_destroyed) {
+    if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr) != 1 ||
+        len != out.size()) {
+      throw Error(ErrorClass::intern, "SHA-256 failed");
+    }
+    return out;
+  }
+  thread_local MdCtxHolder holder;
   const bool started =
       holder.ctx &&
       EVP_DigestInit_ex2(holder.ctx.get(), holder.initialised ? nullptr : EVP_sha256(), nullptr) == 1;

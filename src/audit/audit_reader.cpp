@@ -89,6 +89,14 @@ std::int64_t int_field(const Record& r, const char* key, std::int64_t fallback =
   return get<std::int64_t>(r.sempi(key)).value_or(fallback);
 }
 
+// A string of the record's "event" object; "" when missing or of another type (an edited
+// record must still be reported, not end the report).
+std::string event_field(const Record& r, const char* key) {
+  const auto e = r.json.find("event");
+  if (e == r.json.end() || !e->is_object() || !e->contains(key)) return "";
+  return get<std::string>(&(*e)[key]).value_or("");
+}
+
 struct ChainCheck {
   ChainHead last;  // of the records as they are
   std::size_t records = 0;
@@ -412,17 +420,16 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
           policy_note = "the built-in default policy applied (no --policy given)";
         }
       }
-      const auto& event = r.json["event"];
-      const bool failure = event.value("outcome", std::string()) == "failure";
+      const bool failure = event_field(r, "outcome") == "failure";
       const bool dry = r.sempi("dry_run") != nullptr;
       if (failure || dry || action == "policy.deny") {
         Json e;
         e["file"] = file.name;
         e["line"] = r.line;
-        e["@timestamp"] = r.json.value("@timestamp", std::string());
+        e["@timestamp"] = get<std::string>(r.json.contains("@timestamp") ? &r.json["@timestamp"] : nullptr).value_or("");
         e["action"] = action;
         e["dry_run"] = dry;
-        e["reason"] = event.value("reason", std::string());
+        e["reason"] = event_field(r, "reason");
         if (r.sempi("rank") != nullptr) e["rank"] = int_field(r, "rank");
         if (r.sempi("peer") != nullptr) e["peer"] = int_field(r, "peer");
         if (r.sempi("comm") != nullptr) e["comm"] = str_field(r, "comm");

@@ -6,7 +6,7 @@
 //   {"job":HEX, "sealed_at":TIMESTAMP,
 //    "launcher":{"seq":N,"hash":HEX},            head of launcher.jsonl before the seal
 //    "ranks":[{"rank":R,"seq":N,"hash":HEX,"source":S}, ...]}
-// S is "reported" (the rank sent its head with its finalize message), "file" (the rank did not
+// S is "reported" (the rank sent its head when it finalized), "file" (the rank did not
 // report - it died or was killed - so the launcher took the last complete record of its file),
 // or "none" (no file: the rank never joined). The signature (sempi.signature, hex) covers
 // kSealContext followed by the seal object's canonical JSON (keys sorted, compact).

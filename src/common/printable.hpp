@@ -11,4 +11,8 @@ namespace sempi {
 /// terminal, or forge extra lines of output.
 std::string printable(std::string_view text);
 
+/// As printable(), but line breaks stay: for multi-line messages (errors listing problems one
+/// per line) that quote untrusted text.
+std::string printable_lines(std::string_view text);
+
 }  // namespace sempi

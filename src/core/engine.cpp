@@ -865,16 +865,12 @@ void Engine::background_loop() {
 void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   {
     std::lock_guard lock(mu_);
-    nlohmann::json finalize = {{"type", "finalize"}};
     if (config_.audit) {
-      // The chain ends here: the head goes to the launcher, which signs it into the seal.
       drain_freed();
       config_.audit->event("rank.finalize", true);
-      const audit::ChainHead head = config_.audit->close();
-      finalize["audit_head"] = {{"seq", head.seq}, {"hash", head.hash}};
     }
     if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
-      if (launch::write_bootstrap_message(bootstrap_fd_, finalize, deadline)) {
+      if (launch::write_bootstrap_message(bootstrap_fd_, {{"type", "finalize"}}, deadline)) {
         abort_job("lost the connection to the launcher during finalize");
       }
     }
@@ -890,17 +886,31 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       if (peer && peer->channel_ && !peer->failed_) send_control(*peer, FrameType::goodbye, 0);
     }
   }
-  auto all_flushed = [&] {
+  // Drained: our queues are flushed, and every peer said goodbye (or failed), so everything it
+  // sent before, refusals included, has been read, decided and audited. A paused peer's
+  // remaining frames are never read (nothing will receive them): it does not hold us up.
+  auto drained = [&] {
     std::lock_guard lock(mu_);
     return std::none_of(peers_.begin(), peers_.end(), [](const auto& peer) {
-      return peer && peer->channel_ && !peer->failed_ && peer->channel_->has_pending_writes();
+      return peer && peer->channel_ && !peer->failed_ &&
+             (peer->channel_->has_pending_writes() || (!peer->said_goodbye_ && !peer->paused_));
     });
   };
-  while (!all_flushed() && std::chrono::steady_clock::now() < deadline) {
+  while (!drained() && std::chrono::steady_clock::now() < deadline) {
     std::lock_guard token(progress_token_);
     progress(std::chrono::milliseconds(10));
   }
   std::lock_guard lock(mu_);
+  if (config_.audit) {
+    // The chain ends only now: the head goes to the launcher, which signs it into the seal.
+    const audit::ChainHead head = config_.audit->close();
+    if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
+      (void)launch::write_bootstrap_message(
+          bootstrap_fd_,
+          {{"type", "audit_head"}, {"audit_head", {{"seq", head.seq}, {"hash", head.hash}}}},
+          deadline);
+    }
+  }
   for (auto& peer : peers_) {
     if (peer && peer->channel_) {
       peer->said_goodbye_ = true;  // closing now is expected, not a failure

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <numeric>
 #include <thread>
@@ -17,16 +19,26 @@ std::mutex g_mutex;  // serialises install/uninstall
 std::unique_ptr<Runtime> g_runtime;
 std::atomic<Runtime*> g_current{nullptr};  // read on every API call: lock-free
 
-long env_long(const char* name, long fallback) {
+long env_long(const char* name, long fallback, long max = LONG_MAX) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long parsed = std::strtol(value, &end, 10);
   if (end == value || *end != '\0' || parsed < 0) {
     throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is not a number");
   }
+  if (errno == ERANGE || parsed > max) {
+    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is too large (at most " +
+                                        std::to_string(max) + ")");
+  }
   return parsed;
 }
+
+// Durations are added to steady_clock::now(): a year keeps that far from overflowing (an
+// overflowed deadline lies in the past, and every wait on it fails at once).
+constexpr long kMaxSeconds = 365L * 24 * 3600;
+constexpr long kMaxMicroseconds = kMaxSeconds * 1'000'000;
 
 // CPUs this process may run on (its affinity mask, e.g. a Slurm allocation), at least 1.
 long usable_cpus() {
@@ -45,7 +57,7 @@ constexpr std::uint32_t kSelfContext = 2;
 }  // namespace
 
 Runtime::Runtime() {
-  const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300));
+  const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300, kMaxSeconds));
   job_ = launched_by_sempirun() ? join_job(std::chrono::steady_clock::now() + start_timeout)
                                 : singleton_job();
   EngineConfig config;
@@ -55,7 +67,7 @@ Runtime::Runtime() {
   // Waiters poll (yielding the core between polls) before they block: blocking costs a wake-up
   // from idle, measured at ~30 us here, while the yield keeps spinning cheap even when ranks
   // outnumber cores (bench/RESULTS.md).
-  config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", 200));
+  config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", 200, kMaxMicroseconds));
   config.yield_while_spinning = env_long("SEMPI_LOCAL_SIZE", 1) > usable_cpus();
   config.policy = job_.policy;  // decisions precompiled per communicator by the engine
   config.audit = job_.audit;
@@ -75,7 +87,7 @@ Runtime::Runtime() {
 Runtime::~Runtime() = default;
 
 void Runtime::finalize() {
-  const auto timeout = std::chrono::seconds(env_long("SEMPI_FINALIZE_TIMEOUT", 300));
+  const auto timeout = std::chrono::seconds(env_long("SEMPI_FINALIZE_TIMEOUT", 300, kMaxSeconds));
   engine_->finalize(std::chrono::steady_clock::now() + timeout);
 }
 

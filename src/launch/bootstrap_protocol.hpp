@@ -15,6 +15,12 @@
 //                                            job's seal (src/audit/seal.hpp). Without it (a rank
 //                                            that is not audited) the launcher reads the head
 //                                            from the rank's file. A malformed one is refused.
+//   {"type":"audit_head", "audit_head":{...}} after finalize_ok, once every peer said goodbye:
+//                                            the head, as above, of the chain closed only now,
+//                                            so that refusals decided while the rank waited in
+//                                            finalize are sealed too (the runtime reports its
+//                                            head this way, not in finalize). Once, after
+//                                            finalize; otherwise refused.
 //   {"type":"abort", "code":N, "reason":S}   the application called abort
 //   {"type":"peer_lost", "peer":R, "reason":S}  the channel to rank R broke without a goodbye;
 //                                            if this rank fails next, R is the likely cause

@@ -760,6 +760,22 @@ class Launcher::Job {
         const nlohmann::json ok = {{"type", "finalize_ok"}};
         for (std::uint32_t w = 0; w < ranks_.size(); ++w) send(w, ok);
       }
+    } else if (type == "audit_head") {
+      // A rank reports its head only once its peers said goodbye: what it decided while it
+      // waited in finalize is in the chain the seal covers.
+      const auto it = message.find("audit_head");
+      const auto head = it != message.end() ? parse_head(*it) : std::nullopt;
+      if (!head) {
+        protocol_error(r, "sent a malformed audit_head");
+        return;
+      }
+      if (!enrollment_->is_finalized(r) || heads_[r]) {
+        protocol_error(r, "sent an audit_head before finalize or twice");
+        return;
+      }
+      heads_[r] = *head;
+      audit_event("rank.audit_head", true, {},
+                  {{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}});
     } else {
       protocol_error(r, "sent an unknown bootstrap message type '" + type + "'");
     }

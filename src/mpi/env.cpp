@@ -574,6 +574,19 @@ void empty_status(MPI_Status* out) noexcept {
 
 using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
 
+namespace {
+
+// A program that returns from main without MPI_Finalize is finalized at exit, as a
+// sempi::Environment is at the end of its scope. Not by g_environment's static destructor:
+// that runs after OpenSSL's own exit handler (registered later, during MPI_Init) has torn
+// libcrypto down, and finalizing then crashed the rank and lost its audit log. An atexit
+// handler registered at the end of MPI_Init runs before OpenSSL's.
+void finalize_at_exit() noexcept {
+  if (g_active.load()) (void)MPI_Finalize();
+}
+
+}  // namespace
+
 extern "C" {
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
@@ -594,6 +607,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     g_universe_size = sempi_mpi_comm_world.comm.size();
     g_main_thread = std::this_thread::get_id();
     g_active = true;
+    std::atexit(finalize_at_exit);
     // sempi's runtime is fully thread-safe whatever was asked for.
     if (provided != nullptr) *provided = MPI_THREAD_MULTIPLE;
   });

@@ -80,8 +80,10 @@ MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
 
 void free_user_errhandlers() noexcept {
   // The predefined communicators outlive MPI_Finalize: leave them no binding to a freed handler.
+  // A predefined handler stays, so a program that chose MPI_ERRORS_RETURN still gets an error
+  // code (not an abort) from a call after MPI_Finalize.
   for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
-    comm->errhandler->store(MPI_ERRORS_ARE_FATAL);
+    if (!is_predefined(comm->errhandler->load())) comm->errhandler->store(MPI_ERRORS_ARE_FATAL);
   }
   std::lock_guard lock(g_allocated_mu);
   g_allocated.clear();

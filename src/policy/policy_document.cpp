@@ -52,7 +52,8 @@ PolicyDocument PolicyDocument::parse(const std::string& text, const std::string&
       throw Error(ErrorClass::config, origin + ": a policy must be a JSON object");
     }
     return from_json(std::move(json), false);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, but also out_of_range for a number no double holds (1e400).
     throw Error(ErrorClass::config, origin + ": invalid JSON: " + e.what());
   }
 }

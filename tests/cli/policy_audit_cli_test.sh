@@ -64,7 +64,23 @@ expect 1 "/segmentation/0/between/1: unknown group 'ghost'" "path of an unknown 
   "$SEMPI" policy check "$WORK/bad.json"
 printf '{"version": 1,' > "$WORK/syntax.json"
 expect 1 "invalid JSON" "syntax error" -- "$SEMPI" policy check "$WORK/syntax.json"
+printf '{"version": 1e400}' > "$WORK/overflow.json"
+expect 1 "overflow.json: /: invalid JSON: .*number overflow" "number too large for a double" -- \
+  "$SEMPI" policy check "$WORK/overflow.json"
+expect 2 "overflow.json: invalid JSON" "explain names the file of an overflowing number" -- \
+  "$SEMPI" policy explain "$WORK/overflow.json" --from 0 --to 1
 expect 2 "cannot read policy file" "missing file" -- "$SEMPI" policy check "$WORK/nope.json"
+printf '{"version": 1, "groups": {"io": "0-1"}, "segmentation": [{"between": ["io", "\\u001b]0;pwned\\u0007"]}]}' \
+  > "$WORK/escape.json"
+expect 1 'unknown group .\\x1b\]0;pwned\\x07' "names from the file are escaped" -- \
+  "$SEMPI" policy check "$WORK/escape.json"
+if grep -q $'\x1b' "$WORK/out"; then fail "policy check printed a raw escape character"; fi
+expect 2 'unknown group .\\x1b' "explain escapes them too" -- \
+  "$SEMPI" policy explain "$WORK/escape.json" --from 0 --to 1
+if grep -q $'\x1b' "$WORK/out"; then fail "policy explain printed a raw escape character"; fi
+expect 2 "^  /groups/io/1: range '9-3' is empty" "explain lists the problems one per line" -- \
+  "$SEMPI" policy explain "$WORK/bad.json" --from 0 --to 1
+expect 2 "is a directory" "a directory as the file" -- "$SEMPI" policy check "$WORK"
 expect 2 "" "no file" -- "$SEMPI" policy check
 expect 2 "" "unknown option" -- "$SEMPI" policy check "$WORK/bad.json" --bogus
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -130,6 +131,32 @@ TEST(Policy, ReceiverCutsOffARankThatFloodsRefusedMessages) {
   EXPECT_EQ(verify_text(job.audit), "OK");
 }
 
+TEST(Policy, RefusalsReceivedDuringFinalizeAreAudited) {
+  // Rank 0 is already in finalize when rank 1's denied messages arrive: its log must stay open
+  // until its peers said goodbye, so these decisions land in the sealed chain too.
+  TempDir dir;
+  const fs::path file = dir.path() / "policy.json";
+  std::ofstream(file) << restricted("");
+  const fs::path audit = dir.path() / "audit";
+  const auto result =
+      run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
+               "--audit-dir", audit.string(), POLICY_PROBE_PATH, "late_refusal", audit.string()},
+              90s);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::map<int, std::string> refused;  // tag -> reason
+  for (const auto& d : records(audit / "rank-0.jsonl", "policy.deny")) {
+    EXPECT_EQ(d["sempi"]["direction"], "receive");
+    refused[d["sempi"]["tag"].get<int>()] = d["event"]["reason"].get<std::string>();
+  }
+  EXPECT_NE(refused[500].find("tag"), std::string::npos);
+  EXPECT_NE(refused[5].find("size"), std::string::npos);
+  EXPECT_EQ(verify_text(audit), "OK");
+  // The rank reported its head after the drain: the seal did not fall back to reading the file.
+  const auto seal = records(audit / "launcher.jsonl", "audit.seal");
+  ASSERT_EQ(seal.size(), 1u);
+  EXPECT_EQ(seal[0]["sempi"]["seal"]["ranks"][0]["source"], "reported") << seal[0].dump();
+}
+
 TEST(Policy, AbortOnViolationEndsTheJob) {
   TempDir dir;
   const auto job = run(dir, 2, restricted(R"("on_violation": "abort",)"), "abort");
@@ -209,6 +236,17 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   const auto verify = tool({"audit", "verify", job.audit.string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
   EXPECT_TRUE(verify.output.starts_with("OK: 4 files")) << verify.output;
+  // The pinned key as an operator may paste it (upper case) matches; a mistyped one is a usage
+  // error, not a false alarm of a rewritten log.
+  const auto start = records(job.audit / "launcher.jsonl", "job.start");
+  ASSERT_EQ(start.size(), 1u);
+  std::string key = start[0]["sempi"]["audit_key"]["public_key"].get<std::string>();
+  for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto pinned = tool({"audit", "verify", job.audit.string(), "--public-key", key});
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.output;
+  const auto typo = tool({"audit", "verify", job.audit.string(), "--public-key", key.substr(1)});
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("invalid --public-key"), std::string::npos) << typo.output;
 
   const auto report = audit::report_json(audit::load_audit_dir(job.audit));
   int pairs = 0;

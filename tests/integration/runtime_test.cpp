@@ -75,6 +75,20 @@ TEST(Examples, RunWithoutLauncherAsSingleton) {
   EXPECT_EQ(check.exit_code, 0) << check.output;
 }
 
+TEST(Failure, TimeoutVariableTooLargeIsAClearErrorNotAnExpiredDeadline) {
+  // Past the range of a long, or of a steady_clock deadline: once, such a value overflowed into
+  // a deadline in the past, and the rank failed with "deadline passed" naming nothing.
+  for (const char* value : {"99999999999999999999", "9223372036854775807"}) {
+    const auto result =
+        run(2, "environment", {"-x", std::string("SEMPI_START_TIMEOUT=") + value}, 120s);
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("SEMPI_START_TIMEOUT='" + std::string(value) + "' is too large"),
+              std::string::npos)
+        << result.output;
+    EXPECT_LT(result.seconds, 30) << result.output;
+  }
+}
+
 TEST(Failure, RankExitingWithStatus3EndsTheJobWithStatus3) {
   const auto result = run(4, "exit3", {}, 120s);
   EXPECT_EQ(result.exit_code, 3) << result.output;

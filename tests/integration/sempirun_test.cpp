@@ -506,6 +506,19 @@ TEST(Sempirun, InvalidPolicyFile) {
       << describe(r);
 }
 
+TEST(Sempirun, PolicyErrorsEscapeWhatTheFileSays) {
+  // A name in the policy is quoted in the error: it must not reach the terminal as control
+  // characters (here: set the window title).
+  TempDir dir;
+  const auto path = dir.path() / "policy.json";
+  std::ofstream(path) << R"({"version": 1, "groups": {"io": "0-1"},
+    "segmentation": [{"between": ["io", "\u001b]0;pwned\u0007"]}]})";
+  const auto r = run_sempirun({"-n", "1", "--policy", path.string(), "/bin/true"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << describe(r);
+  EXPECT_TRUE(contains(r.err, "\\x1b]0;pwned\\x07")) << describe(r);
+}
+
 TEST(Sempirun, ProgramWithoutExecutePermission) {
   TempDir dir;
   const auto path = dir.path() / "script.sh";
@@ -627,6 +640,15 @@ TEST(SempirunEnrollment, UnknownMessageTypeIsRefused) {
   EXPECT_TRUE(contains(r.err, "sempirun: rank 0 sent an unknown bootstrap message type 'hello'\n"))
       << describe(r);
   EXPECT_TRUE(contains(r.err, "enroll_probe rank 0: refused: ")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, AuditHeadBeforeFinalizeIsRefused) {
+  const auto r = run_sempirun(
+      {"-n", "2", ENROLL_PROBE_PATH, "--mode", "early-audit-head", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 sent an audit_head before finalize or twice\n"))
+      << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 

@@ -1,10 +1,12 @@
 // `sempi audit`: verify, report on and reconcile a job's audit directory.
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "audit/audit_reader.hpp"
+#include "common/hex.hpp"
 #include "common/printable.hpp"
 #include "sempi/cli_args.hpp"
 #include "sempi/command.hpp"
@@ -30,7 +32,8 @@ constexpr const char* kVerifyUsage =
     "seal (Ed25519 signature over every chain head). Prints OK, or one line per broken place:\n"
     "FILE:LINE: KIND: what, where KIND is edited, deleted, reordered, truncated, corrupt,\n"
     "missing, appended, foreign, unsealed or bad_seal. --public-key pins the seal key\n"
-    "(obtained out of band) so that a wholesale rewrite with a fresh key is detected too.\n"
+    "(obtained out of band, 64 hex digits) so that a wholesale rewrite with a fresh key is\n"
+    "detected too.\n"
     "\n"
     "Exit status: 0 intact, 1 tampering or damage found, 2 bad usage or not a directory.\n";
 
@@ -68,8 +71,19 @@ int run_verify(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const CliArgs cli(args, {{"--public-key"}, {}});
+  std::optional<std::string> public_key;
+  if (const auto value = cli.value("--public-key")) {
+    // Checked and lower-cased here: a mistyped or upper-case key must not read as a rewritten
+    // log (the log holds the key in lower case).
+    const auto bytes = from_hex(*value);
+    if (!bytes || bytes->size() != 32) {
+      throw Error(ErrorClass::config, "invalid --public-key '" + printable(*value) +
+                                          "': expected 64 hex digits (an Ed25519 public key)");
+    }
+    public_key = to_hex(*bytes);
+  }
   const auto dir = audit::load_audit_dir(one_dir(cli));
-  const auto result = audit::verify(dir, cli.value("--public-key"));
+  const auto result = audit::verify(dir, public_key);
   if (result.ok()) {
     std::printf("OK: %zu files, %zu records, sealed\n", result.files, result.records);
     return kExitOk;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/printable.hpp"
 #include "sempi/command.hpp"
 #include "sempi/version.hpp"
 
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
       return sempi::tool::kExitOk;
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sempi %s: error: %s\n", command.c_str(), e.what());
+    // Errors may quote what a file holds (a policy's names, a parser's "last read"): escaped.
+    std::fprintf(stderr, "sempi %s: error: %s\n", command.c_str(), sempi::printable_lines(e.what()).c_str());
     return sempi::tool::kExitUsage;
   }
   std::fprintf(stderr, "sempi: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,12 +1,14 @@
 // `sempi policy`: validate a policy and explain its decisions.
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/collective_kind.hpp"
+#include "common/printable.hpp"
 #include "policy/policy.hpp"
 #include "sempi/cli_args.hpp"
 #include "sempi/command.hpp"
@@ -54,6 +56,10 @@ bool wants_help(const std::vector<std::string>& args) {
 }
 
 std::string read_text(const std::string& path) {
+  // A directory opens, then reads as empty: it would be reported as a syntax error.
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorClass::config, "policy file " + path + " is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorClass::config, "cannot read policy file " + path);
   std::ostringstream text;
@@ -78,21 +84,21 @@ int run_check(const std::vector<std::string>& args) {
     ranks = static_cast<int>(parse_integer(*v, 1, policy::kMaxPolicyRank + 1, "--ranks"));
   }
   const std::string text = read_text(file);
-  const auto json = nlohmann::json::parse(text, nullptr, false);
-  if (json.is_discarded()) {
-    // Re-parse with exceptions for the line and column of the syntax error.
-    try {
-      const auto reparsed = nlohmann::json::parse(text);
-      (void)reparsed;
-    } catch (const nlohmann::json::parse_error& e) {
-      std::fprintf(stdout, "%s: /: invalid JSON: %s\n", file.c_str(), e.what());
-    }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error (with line and column), or a number no double holds (1e400): both are
+    // findings about the file, even though the parser throws the latter with exceptions off.
+    std::fprintf(stdout, "%s: /: invalid JSON: %s\n", file.c_str(), printable(e.what()).c_str());
     return kExitFinding;
   }
   const auto issues = policy::Policy::validate(json);
   if (!issues.empty()) {
     for (const auto& i : issues) {
-      std::fprintf(stdout, "%s: %s: %s\n", file.c_str(), i.path.c_str(), i.message.c_str());
+      // Paths and messages quote the policy's own names: escaped, as audit tools do.
+      std::fprintf(stdout, "%s: %s: %s\n", file.c_str(), printable(i.path).c_str(),
+                   printable(i.message).c_str());
     }
     std::fprintf(stdout, "%s: invalid policy (%zu problem%s)\n", file.c_str(), issues.size(),
                  issues.size() == 1 ? "" : "s");

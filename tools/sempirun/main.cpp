@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/printable.hpp"
 #include "launch/launch_options.hpp"
 #include "launch/launcher.hpp"
 #include "sempi/version.hpp"
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
     policy = load_policy(parsed.options);
     prepare_audit_dir(parsed.options);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sempirun: error: %s\n", e.what());
+    // A policy error quotes the file's names and bytes: escaped for the terminal.
+    std::fprintf(stderr, "sempirun: error: %s\n", sempi::printable_lines(e.what()).c_str());
     return kExitUsage;
   }
 

@@ -10,6 +10,7 @@
 //   abort                enroll, check the welcome, send abort (code 7), wait to be torn down
 //   exit-before-enroll   exit 0 at once, without enrolling
 //   unknown-message      send a message of an unknown type; expect an "error" reply
+//   early-audit-head     enroll, send an audit_head before finalize; expect an "error" reply
 //
 // Prints "rank R ok policy_digest=HEX" on success. Exit codes: 0 success, 3 refused by the
 // launcher as expected, 4 the launcher aborted the job, 10 a check failed (stderr says which).
@@ -196,6 +197,11 @@ int main(int argc, char** argv) {
     check_welcome(welcome, key, rank, size, job, endpoint);
 
     if (mode == "no-finalize") return 0;
+    if (mode == "early-audit-head") {
+      // A chain head is reported only after finalize: before it, the launcher refuses it.
+      send(fd, {{"type", "audit_head"}, {"audit_head", {{"seq", -1}, {"hash", std::string(64, '0')}}}});
+      for (;;) receive(fd, reader, true);
+    }
     if (mode == "abort") {
       send(fd, {{"type", "abort"}, {"code", 7}, {"reason", "probe requested abort"}});
       for (;;) receive(fd, reader, false);  // until the launcher's abort notice

@@ -6,10 +6,14 @@
 // checks and puts denied messages on the wire, as a rank whose process was taken over could.
 // The receiver must still refuse them.
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sempi/sempi.hpp>
@@ -206,6 +210,31 @@ void crash(const sempi::Communicator& world) {
   }
 }
 
+// Rank 0 goes straight to finalize; once the launcher has logged that, rank 1 turns hostile and
+// sends it denied messages (eager, and rendezvous: a DENY reply). Rank 0 decides them while it
+// waits in finalize, and its audit log must still record them. AUDIT_DIR is the job's.
+void late_refusal(const sempi::Communicator& world, const std::string& audit_dir) {
+  if (world.rank() != 1) return;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {  // the launcher log is written record by record
+    std::ifstream in(audit_dir + "/launcher.jsonl");
+    std::string line;
+    bool finalized = false;
+    while (std::getline(in, line)) {
+      finalized = finalized || (line.find("\"rank.finalize\"") != std::string::npos &&
+                                line.find("\"rank\":0") != std::string::npos);
+    }
+    if (finalized) break;
+    CHECK(std::chrono::steady_clock::now() < give_up);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  sempi::detail::simulate_compromised_sender(true);
+  const int bad = 666;
+  world.send(bad, 0, 500);  // eager: dropped by rank 0
+  std::vector<char> big(200000, 'x');
+  expect_error(ErrorClass::policy, [&] { world.send(big, 0, 5); });  // rendezvous: DENY
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,6 +260,8 @@ int main(int argc, char** argv) {
     traffic(world);
   } else if (scenario == "crash") {
     crash(world);
+  } else if (scenario == "late_refusal" && argc > 2) {
+    late_refusal(world, argv[2]);
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
