@@ -220,6 +220,8 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_ANY_SOURCE (-1)
 #define MPI_ANY_TAG (-1)
 #define MPI_PROC_NULL (-2)
+/* The root of an intercommunicator collective; on an intracommunicator it is an invalid root. */
+#define MPI_ROOT (-3)
 #define MPI_UNDEFINED (-32766)
 
 #define MPI_BOTTOM SEMPI_MPI_NULL(void*)

@@ -101,6 +101,13 @@ int main(int argc, char** argv) {
 
   /* Collective arguments (every rank makes the same mistake, so none waits). */
   EXPECT_CLASS(MPI_ERR_ROOT, MPI_Bcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD));
+  /* MPI_ROOT and MPI_PROC_NULL name roots of intercommunicator collectives only. */
+  EXPECT_CLASS(MPI_ERR_ROOT, MPI_Bcast(buf, 1, MPI_INT, MPI_ROOT, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_ROOT, MPI_Bcast(buf, 1, MPI_INT, MPI_PROC_NULL, MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_ROOT, MPI_Reduce(buf, buf + 2, 1, MPI_INT, MPI_SUM, MPI_ROOT,
+                                        MPI_COMM_WORLD));
+  EXPECT_CLASS(MPI_ERR_ROOT, MPI_Gather(buf, 1, MPI_INT, buf + 2, 1, MPI_INT, MPI_ROOT,
+                                        MPI_COMM_WORLD));
   int out[4];
   EXPECT_CLASS(MPI_ERR_OP, MPI_Allreduce(buf, out, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD));
   EXPECT_CLASS(MPI_ERR_OP, MPI_Allreduce(buf, out, 1, MPI_2INT, MPI_SUM, MPI_COMM_WORLD));
