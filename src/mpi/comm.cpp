@@ -464,6 +464,7 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
                               int ranks2[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_translate_ranks", [&] {
+    if (n > 0) require_output(ranks2, "ranks2");
     const auto& a = group_of(group1);
     const auto& b = group_of(group2);
     check_count(n, "number of ranks");
@@ -512,6 +513,7 @@ int MPI_Group_free(MPI_Group* group) {
 
 int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Dims_create", [&] {
+    if (ndims > 0) require_output(dims, "dims");
     if (nnodes < 1) fail(MPI_ERR_ARG, "nnodes must be positive");
     if (ndims < 0) fail(MPI_ERR_DIMS, "negative ndims");
     int fixed = 1;
@@ -597,6 +599,9 @@ int MPI_Topo_test(MPI_Comm comm, int* status) {
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
   return guarded(comm, "MPI_Cart_get", [&] {
+    if (maxdims > 0) require_output(dims, "dims");
+    if (maxdims > 0) require_output(periods, "periods");
+    if (maxdims > 0) require_output(coords, "coords");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
     const auto mine = coords_of(t, h.comm.rank());
@@ -612,6 +617,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   return guarded(comm, "MPI_Cart_coords", [&] {
+    if (maxdims > 0) require_output(coords, "coords");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
     if (rank < 0 || rank >= h.comm.size()) {

@@ -457,6 +457,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -486,6 +487,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     require_output(flag, "flag");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
@@ -508,6 +510,7 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitany", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     require_output(index, "index");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
@@ -527,6 +530,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Testany", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     require_output(index, "index");
     require_output(flag, "flag");
     check_count(count);
@@ -554,8 +558,9 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitsome", [&] {
+    if (incount > 0) require_output(requests, "array_of_requests");
     require_output(outcount, "outcount");
-    if (incount > 0) require_output(indices, "indices");
+    if (incount > 0) require_output(indices, "array_of_indices");
     check_count(incount);
     for (int i = 0; i < incount; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -571,8 +576,9 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testsome", [&] {
+    if (incount > 0) require_output(requests, "array_of_requests");
     require_output(outcount, "outcount");
-    if (incount > 0) require_output(indices, "indices");
+    if (incount > 0) require_output(indices, "array_of_indices");
     check_count(incount);
     for (int i = 0; i < incount; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -679,6 +685,7 @@ int MPI_Start(MPI_Request* request) {
 
 int MPI_Startall(int count, MPI_Request requests[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Startall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
     for (int i = 0; i < count; ++i) {
       const int code = MPI_Start(&requests[i]);

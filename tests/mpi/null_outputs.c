@@ -52,6 +52,7 @@ static void point_to_point(int rank) {
   CHECK(got == rank);
   EXPECT_ARG(MPI_Get_elements(&status, MPI_INT, NULL));
   EXPECT_ARG(MPI_Test_cancelled(&status, NULL));
+  EXPECT_ARG(MPI_Status_set_cancelled(NULL, 1));
 }
 
 static void info_and_attributes(void) {
@@ -98,6 +99,11 @@ static void topologies(int size) {
   EXPECT_ARG(MPI_Topo_test(ring, NULL));
   EXPECT_ARG(MPI_Cart_rank(ring, coords, NULL));
   EXPECT_ARG(MPI_Cart_shift(ring, 0, 1, &source, NULL));
+  int got_dims[1];
+  int got_periods[1];
+  EXPECT_ARG(MPI_Cart_get(ring, 1, got_dims, got_periods, NULL));
+  EXPECT_ARG(MPI_Cart_coords(ring, 0, 1, NULL));
+  EXPECT_ARG(MPI_Dims_create(size, 1, NULL));
   CHECK_MPI(MPI_Comm_free(&ring));
 }
 

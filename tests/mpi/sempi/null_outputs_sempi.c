@@ -1,7 +1,8 @@
 /* sempi-specific half of tests/mpi/null_outputs.c: null output arguments for which Open MPI 4.1
  * crashes (MPI_Get_count, MPI_Iprobe, MPI_Error_class, nonblocking collectives) or answers
- * another class (MPI_ERR_GROUP, _TYPE, _REQUEST, _INFO for the handle a call creates). sempi,
- * like MPICH, reports each as MPI_ERR_ARG. Run with null_outputs_sempi.json (allow all). */
+ * another class (MPI_ERR_GROUP, _TYPE, _REQUEST, _INFO for the handle a call creates or an array
+ * of requests; success for MPI_Status_set_elements). sempi, like MPICH, reports each as
+ * MPI_ERR_ARG. Run with null_outputs_sempi.json (allow all). */
 #include "../mpitest.h"
 
 static void add_ints(void* in, void* inout, int* len, MPI_Datatype* type) {
@@ -16,6 +17,7 @@ static void new_handles(void) {
   const int zero = 0;
   EXPECT_ARG(MPI_Group_incl(world, 1, &zero, NULL));
   EXPECT_ARG(MPI_Group_union(world, world, NULL));
+  EXPECT_ARG(MPI_Group_translate_ranks(world, 1, &zero, world, NULL));
   CHECK_MPI(MPI_Group_free(&world));
 
   EXPECT_ARG(MPI_Type_contiguous(2, MPI_INT, NULL));
@@ -46,6 +48,9 @@ static void requests(int rank) {
   CHECK_MPI(MPI_Recv(&got, 1, MPI_INT, 0, 0, MPI_COMM_SELF, &status));
   CHECK(got == rank + 100);
   EXPECT_ARG(MPI_Get_count(&status, MPI_INT, NULL));
+  EXPECT_ARG(MPI_Status_set_elements(NULL, MPI_INT, 1));
+  EXPECT_ARG(MPI_Waitall(1, NULL, MPI_STATUSES_IGNORE));
+  EXPECT_ARG(MPI_Startall(1, NULL));
 }
 
 /* Nonblocking collectives without a request start nothing: the communicator still works. */
