@@ -4,6 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -34,10 +37,17 @@ std::string env_or(const char* name, const std::string& fallback) {
 std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
+  // Digits only: strtoull would skip blanks and take "-1" as 2^64-1, an unlimited budget.
   char* end = nullptr;
-  const auto parsed = std::strtoull(value, &end, 10);
-  if (end == value || *end != '\0') {
+  errno = 0;
+  const auto parsed =
+      std::isdigit(static_cast<unsigned char>(*value)) != 0 ? std::strtoull(value, &end, 10) : 0;
+  if (end == nullptr || *end != '\0') {
     throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is not a byte count");
+  }
+  if (errno == ERANGE) {
+    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is too large (at most " +
+                                        std::to_string(UINT64_MAX) + ")");
   }
   return parsed;
 }

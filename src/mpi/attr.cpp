@@ -108,6 +108,7 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
                            MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
                            void* extra_state) {
   return guarded(MPI_COMM_WORLD, "MPI_Comm_create_keyval", [&] {
+    require_output(comm_keyval, "comm_keyval");
     auto key = std::make_shared<Keyval>();
     key->copy = comm_copy_attr_fn;
     key->destroy = comm_delete_attr_fn;
@@ -121,6 +122,7 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
 
 int MPI_Comm_free_keyval(int* comm_keyval) {
   return guarded(MPI_COMM_WORLD, "MPI_Comm_free_keyval", [&] {
+    require_output(comm_keyval, "comm_keyval");
     keyval_of(*comm_keyval);
     std::lock_guard lock(g_keyvals.mu);
     g_keyvals.keys.erase(*comm_keyval);  // attributes that use it keep their shared Keyval
@@ -156,6 +158,8 @@ int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
 
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
   return guarded(comm, "MPI_Comm_get_attr", [&] {
+    require_output(attribute_val, "attribute_val");
+    require_output(flag, "flag");
     auto& h = comm_handle(comm);
     // A predefined attribute's value is a pointer to the int; a user attribute's is whatever
     // was set. Either is stored where attribute_val points (really a void**).

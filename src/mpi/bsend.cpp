@@ -102,6 +102,8 @@ int MPI_Buffer_attach(void* buffer, int size) {
 
 int MPI_Buffer_detach(void* buffer_addr, int* size) {
   return guarded(MPI_COMM_WORLD, "MPI_Buffer_detach", [&] {
+    require_output(buffer_addr, "buffer_addr");
+    require_output(size, "size");
     std::lock_guard lock(g_mu);
     if (!g_buffer.attached) fail(MPI_ERR_BUFFER, "no buffer is attached");
     reap(g_buffer, true);
@@ -124,6 +126,7 @@ int MPI_Bsend(const void* buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Ibsend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request* request) {
   return guarded(comm, "MPI_Ibsend", [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     buffered_send(c, buf, count, *type_of(datatype), dest, tag);

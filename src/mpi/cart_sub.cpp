@@ -11,6 +11,7 @@ extern "C" {
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Cart_sub", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     if (!h.cart) fail(MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology");
     const CartTopology& t = *h.cart;

@@ -335,9 +335,7 @@ void run_or_start(const Form& form, MPI_Comm comm, std::vector<Staging>& staging
 }
 
 void check_request(const Form& form) {
-  if (form.nonblocking && form.request == nullptr) {
-    fail(MPI_ERR_ARG, "the request argument is null");
-  }
+  if (form.nonblocking) require_output(form.request, "request");
 }
 
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -961,6 +959,7 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
   return guarded(comm, "MPI_Ibarrier", [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     *request = make_request(sempi_mpi_request::Kind::collective, c.ibarrier(),
                             errhandler_slot_of(comm));
@@ -970,6 +969,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request* request) {
   return guarded(comm, "MPI_Ibcast", [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     check_root(c, root);
@@ -992,6 +992,7 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   return guarded(comm, "MPI_Iallreduce", [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     auto red = std::make_shared<const Reduction>(datatype, op);
@@ -1009,6 +1010,7 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype d
 
 int MPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
   return guarded(MPI_COMM_WORLD, "MPI_Op_create", [&] {
+    require_output(op, "op");
     if (user_fn == nullptr) fail(MPI_ERR_ARG, "null user function");
     auto* o = new sempi_mpi_op;
     o->fn = user_fn;
@@ -1019,6 +1021,7 @@ int MPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
 
 int MPI_Op_free(MPI_Op* op) {
   return guarded(MPI_COMM_WORLD, "MPI_Op_free", [&] {
+    require_output(op, "op");
     auto& o = op_of(*op);
     if (o.builtin) fail(MPI_ERR_OP, "predefined operations cannot be freed");
     o.magic = 0;
@@ -1028,8 +1031,10 @@ int MPI_Op_free(MPI_Op* op) {
 }
 
 int MPI_Op_commutative(MPI_Op op, int* commute) {
-  return guarded(MPI_COMM_WORLD, "MPI_Op_commutative",
-                 [&] { *commute = op_of(op).commute ? 1 : 0; });
+  return guarded(MPI_COMM_WORLD, "MPI_Op_commutative", [&] {
+    require_output(commute, "commute");
+    *commute = op_of(op).commute ? 1 : 0;
+  });
 }
 
 }  // extern "C"

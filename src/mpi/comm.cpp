@@ -152,15 +152,22 @@ using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file 
 extern "C" {
 
 int MPI_Comm_rank(MPI_Comm comm, int* rank) {
-  return guarded(comm, "MPI_Comm_rank", [&] { *rank = comm_of(comm).rank(); });
+  return guarded(comm, "MPI_Comm_rank", [&] {
+    require_output(rank, "rank");
+    *rank = comm_of(comm).rank();
+  });
 }
 
 int MPI_Comm_size(MPI_Comm comm, int* size) {
-  return guarded(comm, "MPI_Comm_size", [&] { *size = comm_of(comm).size(); });
+  return guarded(comm, "MPI_Comm_size", [&] {
+    require_output(size, "size");
+    *size = comm_of(comm).size();
+  });
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_dup", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     MPI_Comm dup = new_comm_handle(h.comm.dup(), h.errhandler->load());
     dup->cart = h.cart;  // a duplicate keeps the topology
@@ -180,6 +187,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_split", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     *newcomm = new_comm_handle(h.comm.split(color, key), h.errhandler->load());
   });
@@ -188,6 +196,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
                         MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_split_type", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     if (info != MPI_INFO_NULL) info_of(info);
     if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) {
@@ -204,6 +213,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_create", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     const auto& g = group_of(group);
     const auto members = members_of(h.comm);
@@ -234,6 +244,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
 
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_create_group", [&] {
+    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     const auto& g = group_of(group);
     if (tag < 0 || tag > sempi::TAG_UB) fail(MPI_ERR_TAG, "invalid tag " + std::to_string(tag));
@@ -258,11 +269,15 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* new
 }
 
 int MPI_Comm_free(MPI_Comm* comm) {
-  return guarded(*comm, "MPI_Comm_free", [&] { free_comm_handle(comm); });
+  return guarded(comm != nullptr ? *comm : MPI_COMM_WORLD, "MPI_Comm_free", [&] {
+    require_output(comm, "comm");
+    free_comm_handle(comm);
+  });
 }
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
   return guarded(comm1, "MPI_Comm_compare", [&] {
+    require_output(result, "result");
     const auto& a = comm_of(comm1);
     const auto& b = comm_of(comm2);
     if (a == b) {
@@ -295,6 +310,8 @@ int MPI_Comm_set_name(MPI_Comm comm, const char* comm_name) {
 
 int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
   return guarded(comm, "MPI_Comm_get_name", [&] {
+    require_output(comm_name, "comm_name");
+    require_output(resultlen, "resultlen");
     auto& h = comm_handle(comm);
     // Until the program names it, a communicator's MPI name is the predefined one or empty
     // (MPI 3.1 section 6.8; duplicates do not inherit names). The runtime's own name
@@ -313,21 +330,29 @@ int MPI_Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
 
 int MPI_Comm_test_inter(MPI_Comm comm, int* flag) {
   return guarded(comm, "MPI_Comm_test_inter", [&] {
+    require_output(flag, "flag");
     comm_handle(comm);
     *flag = 0;  // sempi has intracommunicators only
   });
 }
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
-  return guarded(comm, "MPI_Comm_group", [&] { *group = new_group(members_of(comm_of(comm))); });
+  return guarded(comm, "MPI_Comm_group", [&] {
+    require_output(group, "group");
+    *group = new_group(members_of(comm_of(comm)));
+  });
 }
 
 int MPI_Group_size(MPI_Group group, int* size) {
-  return guarded(MPI_COMM_WORLD, "MPI_Group_size", [&] { *size = group_size(group_of(group)); });
+  return guarded(MPI_COMM_WORLD, "MPI_Group_size", [&] {
+    require_output(size, "size");
+    *size = group_size(group_of(group));
+  });
 }
 
 int MPI_Group_rank(MPI_Group group, int* rank) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_rank", [&] {
+    require_output(rank, "rank");
     const auto& g = group_of(group);
     const auto it = std::find(g.world_ranks.begin(), g.world_ranks.end(), my_world_rank());
     *rank = it == g.world_ranks.end() ? MPI_UNDEFINED
@@ -337,6 +362,7 @@ int MPI_Group_rank(MPI_Group group, int* rank) {
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_incl", [&] {
+    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranks");
     const std::vector<int> chosen(ranks, ranks + n);
@@ -349,6 +375,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_excl", [&] {
+    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranks");
     const std::vector<int> excluded(ranks, ranks + n);
@@ -365,6 +392,7 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
 
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_incl", [&] {
+    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
     std::vector<int> world;
@@ -377,6 +405,7 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
 
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_excl", [&] {
+    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
     std::vector<bool> excluded(g.world_ranks.size(), false);
@@ -395,6 +424,7 @@ int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
 // group2's for the members group1 lacks.
 int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_union", [&] {
+    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
     std::vector<int> world = a;
@@ -407,6 +437,7 @@ int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
 
 int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_intersection", [&] {
+    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
     std::vector<int> world;
@@ -419,6 +450,7 @@ int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgro
 
 int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_difference", [&] {
+    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
     std::vector<int> world;
@@ -432,6 +464,7 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
                               int ranks2[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_translate_ranks", [&] {
+    if (n > 0) require_output(ranks2, "ranks2");
     const auto& a = group_of(group1);
     const auto& b = group_of(group2);
     check_count(n, "number of ranks");
@@ -451,6 +484,7 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_G
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_compare", [&] {
+    require_output(result, "result");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
     if (a == b) {
@@ -465,6 +499,7 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result) {
 
 int MPI_Group_free(MPI_Group* group) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_free", [&] {
+    require_output(group, "group");
     auto& g = group_of(*group);
     if (!g.predefined) {  // freeing MPI_GROUP_EMPTY only clears the handle
       g.magic = 0;
@@ -478,6 +513,7 @@ int MPI_Group_free(MPI_Group* group) {
 
 int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Dims_create", [&] {
+    if (ndims > 0) require_output(dims, "dims");
     if (nnodes < 1) fail(MPI_ERR_ARG, "nnodes must be positive");
     if (ndims < 0) fail(MPI_ERR_DIMS, "negative ndims");
     int fixed = 1;
@@ -524,6 +560,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
                     int reorder, MPI_Comm* comm_cart) {
   (void)reorder;  // ranks keep their order: all ranks share one host
   return guarded(comm_old, "MPI_Cart_create", [&] {
+    require_output(comm_cart, "comm_cart");
     auto& h = comm_handle(comm_old);
     if (ndims < 0) fail(MPI_ERR_DIMS, "negative ndims");
     auto topo = std::make_shared<CartTopology>();
@@ -548,17 +585,23 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
 
 int MPI_Cartdim_get(MPI_Comm comm, int* ndims) {
   return guarded(comm, "MPI_Cartdim_get", [&] {
+    require_output(ndims, "ndims");
     *ndims = static_cast<int>(cart_of(comm_handle(comm)).dims.size());
   });
 }
 
 int MPI_Topo_test(MPI_Comm comm, int* status) {
-  return guarded(comm, "MPI_Topo_test",
-                 [&] { *status = comm_handle(comm).cart ? MPI_CART : MPI_UNDEFINED; });
+  return guarded(comm, "MPI_Topo_test", [&] {
+    require_output(status, "status");
+    *status = comm_handle(comm).cart ? MPI_CART : MPI_UNDEFINED;
+  });
 }
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
   return guarded(comm, "MPI_Cart_get", [&] {
+    if (maxdims > 0) require_output(dims, "dims");
+    if (maxdims > 0) require_output(periods, "periods");
+    if (maxdims > 0) require_output(coords, "coords");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
     const auto mine = coords_of(t, h.comm.rank());
@@ -574,6 +617,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   return guarded(comm, "MPI_Cart_coords", [&] {
+    if (maxdims > 0) require_output(coords, "coords");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
     if (rank < 0 || rank >= h.comm.size()) {
@@ -587,6 +631,7 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   return guarded(comm, "MPI_Cart_rank", [&] {
+    require_output(rank, "rank");
     const auto& t = cart_of(comm_handle(comm));
     const std::vector<int> c(coords, coords + t.dims.size());
     *rank = rank_of(t, c);
@@ -596,6 +641,8 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
   return guarded(comm, "MPI_Cart_shift", [&] {
+    require_output(rank_source, "rank_source");
+    require_output(rank_dest, "rank_dest");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
     if (direction < 0 || direction >= static_cast<int>(t.dims.size())) {

@@ -60,6 +60,7 @@ extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_contiguous", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     const auto& old = type_of(oldtype, false);
     *newtype = new_type(hvector(1, count, 0, *old));
@@ -69,6 +70,7 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_vector", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
@@ -79,6 +81,7 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hvector", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
@@ -89,6 +92,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
                      MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_indexed", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
@@ -104,6 +108,7 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
                              MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
@@ -116,6 +121,7 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
                                   MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
@@ -132,6 +138,7 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
@@ -144,6 +151,7 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
                            const MPI_Datatype types[], MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_struct", [&] {
+    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(count, blocklengths);
     std::vector<const TypeMap*> maps;
@@ -158,6 +166,7 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              const int starts[], int order, MPI_Datatype oldtype,
                              MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_subarray", [&] {
+    require_output(newtype, "newtype");
     if (ndims <= 0) fail(MPI_ERR_ARG, "ndims must be positive");
     if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
       fail(MPI_ERR_ARG, "order must be MPI_ORDER_C or MPI_ORDER_FORTRAN");
@@ -179,6 +188,7 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_resized", [&] {
+    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
     *newtype = new_type(TypeMap::resized(*old, lb, extent));
   });
@@ -186,6 +196,7 @@ int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_dup", [&] {
+    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
     *newtype = new_type(old);
     (*newtype)->committed = oldtype->committed.load();
@@ -194,6 +205,7 @@ int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
 
 int MPI_Type_commit(MPI_Datatype* datatype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_commit", [&] {
+    require_output(datatype, "datatype");
     type_of(*datatype, false);
     (*datatype)->committed = true;
   });
@@ -201,6 +213,7 @@ int MPI_Type_commit(MPI_Datatype* datatype) {
 
 int MPI_Type_free(MPI_Datatype* datatype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_free", [&] {
+    require_output(datatype, "datatype");
     type_of(*datatype, false);
     if ((*datatype)->predefined) fail(MPI_ERR_TYPE, "predefined datatypes cannot be freed");
     // A copy of a handle freed once is still alive while an operation holds it.
@@ -216,6 +229,7 @@ int MPI_Type_free(MPI_Datatype* datatype) {
 
 int MPI_Type_size(MPI_Datatype datatype, int* size) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_size", [&] {
+    require_output(size, "size");
     const std::int64_t s = type_of(datatype, false)->size;
     *size = s > INT_MAX ? MPI_UNDEFINED : static_cast<int>(s);
   });
@@ -223,6 +237,8 @@ int MPI_Type_size(MPI_Datatype datatype, int* size) {
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_extent", [&] {
+    require_output(lb, "lb");
+    require_output(extent, "extent");
     const auto& t = type_of(datatype, false);
     *lb = static_cast<MPI_Aint>(t->lb);
     *extent = static_cast<MPI_Aint>(t->extent());
@@ -231,6 +247,8 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
 
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint* true_extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_true_extent", [&] {
+    require_output(true_lb, "true_lb");
+    require_output(true_extent, "true_extent");
     const auto& t = type_of(datatype, false);
     *true_lb = static_cast<MPI_Aint>(t->true_lb);
     *true_extent = static_cast<MPI_Aint>(t->true_ub - t->true_lb);
@@ -239,6 +257,8 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint*
 
 int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_name", [&] {
+    require_output(type_name, "type_name");
+    require_output(resultlen, "resultlen");
     type_of(datatype, false);
     std::lock_guard lock(datatype->name_mu);
     std::string name = datatype->name;
@@ -263,6 +283,7 @@ int MPI_Type_set_name(MPI_Datatype datatype, const char* type_name) {
 int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
              int* position, MPI_Comm comm) {
   return guarded(comm, "MPI_Pack", [&] {
+    require_output(position, "position");
     comm_handle(comm);
     check_count(incount);
     const auto& t = type_of(datatype);
@@ -281,6 +302,7 @@ int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf
 int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm) {
   return guarded(comm, "MPI_Unpack", [&] {
+    require_output(position, "position");
     comm_handle(comm);
     check_count(outcount);
     const auto& t = type_of(datatype);
@@ -297,6 +319,7 @@ int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int o
 
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
   return guarded(comm, "MPI_Pack_size", [&] {
+    require_output(size, "size");
     comm_handle(comm);
     check_count(incount);
     const std::int64_t n = incount * type_of(datatype)->size;
@@ -306,8 +329,10 @@ int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) 
 }
 
 int MPI_Get_address(const void* location, MPI_Aint* address) {
-  *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Get_address", [&] {
+    require_output(address, "address");
+    *address = static_cast<MPI_Aint>(reinterpret_cast<std::uintptr_t>(location));
+  });
 }
 
 MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp) {

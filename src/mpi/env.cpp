@@ -445,6 +445,12 @@ void check_count(int count, const char* what) {
   if (count < 0) fail(MPI_ERR_COUNT, std::string("negative ") + what + " " + std::to_string(count));
 }
 
+void require_output(const void* argument_value, const char* argument) {
+  if (argument_value == nullptr) {
+    fail(MPI_ERR_ARG, std::string("the output argument '") + argument + "' is a null pointer");
+  }
+}
+
 const TypeMap& basic_map(Basic b) {
   switch (b) {
     case Basic::char_: return *sempi_mpi_type_char.map;
@@ -591,6 +597,7 @@ extern "C" {
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return guarded(MPI_COMM_WORLD, "MPI_Init", [&] {
+    require_output(provided, "provided");
     if (sempi::Environment::initialized()) {
       fail(MPI_ERR_OTHER, "MPI_Init may be called only once per process");
     }
@@ -649,13 +656,17 @@ int MPI_Finalize(void) {
 }
 
 int MPI_Initialized(int* flag) {
-  *flag = sempi::Environment::initialized() ? 1 : 0;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Initialized", [&] {
+    require_output(flag, "flag");
+    *flag = sempi::Environment::initialized() ? 1 : 0;
+  });
 }
 
 int MPI_Finalized(int* flag) {
-  *flag = sempi::Environment::finalized() ? 1 : 0;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Finalized", [&] {
+    require_output(flag, "flag");
+    *flag = sempi::Environment::finalized() ? 1 : 0;
+  });
 }
 
 int MPI_Abort(MPI_Comm comm, int errorcode) {
@@ -670,32 +681,43 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
 }
 
 int MPI_Query_thread(int* provided) {
-  *provided = MPI_THREAD_MULTIPLE;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Query_thread", [&] {
+    require_output(provided, "provided");
+    *provided = MPI_THREAD_MULTIPLE;
+  });
 }
 
 int MPI_Is_thread_main(int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Is_thread_main", [&] {
+    require_output(flag, "flag");
     require_initialized("MPI_Is_thread_main");
     *flag = std::this_thread::get_id() == g_main_thread ? 1 : 0;
   });
 }
 
 int MPI_Get_version(int* version, int* subversion) {
-  *version = MPI_VERSION;
-  *subversion = MPI_SUBVERSION;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Get_version", [&] {
+    require_output(version, "version");
+    require_output(subversion, "subversion");
+    *version = MPI_VERSION;
+    *subversion = MPI_SUBVERSION;
+  });
 }
 
 int MPI_Get_library_version(char* version, int* resultlen) {
   const std::string text = std::string("sempi ") + sempi::library_version() +
                            " (MPI 3.1 over mutually authenticated TLS 1.3)";
-  copy_string(text, version, MPI_MAX_LIBRARY_VERSION_STRING, resultlen);
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Get_library_version", [&] {
+    require_output(version, "version");
+    require_output(resultlen, "resultlen");
+    copy_string(text, version, MPI_MAX_LIBRARY_VERSION_STRING, resultlen);
+  });
 }
 
 int MPI_Get_processor_name(char* name, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Get_processor_name", [&] {
+    require_output(name, "name");
+    require_output(resultlen, "resultlen");
     copy_string(sempi::Environment::processor_name(), name, MPI_MAX_PROCESSOR_NAME, resultlen);
   });
 }
@@ -705,28 +727,32 @@ double MPI_Wtime(void) { return sempi::Environment::wtime(); }
 double MPI_Wtick(void) { return 1e-9; }  // steady_clock counts nanoseconds
 
 int MPI_Error_string(int errorcode, char* string, int* resultlen) {
-  const char* text = class_description(errorcode);
-  if (text == nullptr) {
-    copy_string("unknown error code", string, MPI_MAX_ERROR_STRING, resultlen);
-    return raise_code(handler_of(MPI_COMM_WORLD), "MPI_Error_string", MPI_ERR_ARG,
-                      "unknown error code " + std::to_string(errorcode));
-  }
-  copy_string(std::string(mpi_class_name(errorcode)) + ": " + text, string, MPI_MAX_ERROR_STRING,
-              resultlen);
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Error_string", [&] {
+    require_output(string, "string");
+    require_output(resultlen, "resultlen");
+    const char* text = class_description(errorcode);
+    if (text == nullptr) {
+      copy_string("unknown error code", string, MPI_MAX_ERROR_STRING, resultlen);
+      fail(MPI_ERR_ARG, "unknown error code " + std::to_string(errorcode));
+    }
+    copy_string(std::string(mpi_class_name(errorcode)) + ": " + text, string, MPI_MAX_ERROR_STRING,
+                resultlen);
+  });
 }
 
 int MPI_Error_class(int errorcode, int* errorclass) {
-  if (class_description(errorcode) == nullptr) {
-    return raise_code(handler_of(MPI_COMM_WORLD), "MPI_Error_class", MPI_ERR_ARG,
-                      "unknown error code " + std::to_string(errorcode));
-  }
-  *errorclass = errorcode;  // codes are classes
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Error_class", [&] {
+    require_output(errorclass, "errorclass");
+    if (class_description(errorcode) == nullptr) {
+      fail(MPI_ERR_ARG, "unknown error code " + std::to_string(errorcode));
+    }
+    *errorclass = errorcode;  // codes are classes
+  });
 }
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
   return guarded(MPI_COMM_WORLD, "MPI_Alloc_mem", [&] {
+    require_output(baseptr, "baseptr");
     if (info != MPI_INFO_NULL) info_of(info);
     if (size < 0) fail(MPI_ERR_ARG, "negative size " + std::to_string(size));
     void* p = std::malloc(size == 0 ? 1 : static_cast<std::size_t>(size));
@@ -743,7 +769,10 @@ int MPI_Free_mem(void* base) {
 // --- info --------------------------------------------------------------------------------------
 
 int MPI_Info_create(MPI_Info* info) {
-  return guarded(MPI_COMM_WORLD, "MPI_Info_create", [&] { *info = new sempi_mpi_info; });
+  return guarded(MPI_COMM_WORLD, "MPI_Info_create", [&] {
+    require_output(info, "info");
+    *info = new sempi_mpi_info;
+  });
 }
 
 int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
@@ -760,6 +789,8 @@ int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
 
 int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get", [&] {
+    require_output(value, "value");
+    require_output(flag, "flag");
     auto& h = info_of(info);
     if (valuelen < 0) fail(MPI_ERR_ARG, "negative valuelen");
     std::lock_guard lock(h.mu);
@@ -783,6 +814,7 @@ int MPI_Info_delete(MPI_Info info, const char* key) {
 
 int MPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_nkeys", [&] {
+    require_output(nkeys, "nkeys");
     auto& h = info_of(info);
     std::lock_guard lock(h.mu);
     *nkeys = static_cast<int>(h.entries.size());
@@ -791,6 +823,7 @@ int MPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
 
 int MPI_Info_free(MPI_Info* info) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_free", [&] {
+    require_output(info, "info");
     auto& h = info_of(*info);
     h.magic = 0;
     delete &h;

@@ -113,6 +113,7 @@ extern "C" {
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function* function,
                                MPI_Errhandler* errhandler) {
   return guarded(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", [&] {
+    require_output(errhandler, "errhandler");
     if (function == nullptr) fail(MPI_ERR_ARG, "null error handler function");
     *errhandler = new_user_handle(function, MPI_ERRHANDLER_NULL, MPI_COMM_NULL);
   });
@@ -127,6 +128,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
   return guarded(comm, "MPI_Comm_get_errhandler", [&] {
+    require_output(errhandler, "errhandler");
     const MPI_Errhandler current = comm_handle(comm).errhandler->load();
     *errhandler = current->user != nullptr ? current->user->created : current;
   });
@@ -143,6 +145,7 @@ int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode) {
 
 int MPI_Errhandler_free(MPI_Errhandler* errhandler) {
   return guarded(MPI_COMM_WORLD, "MPI_Errhandler_free", [&] {
+    require_output(errhandler, "errhandler");
     checked_errhandler(*errhandler);
     *errhandler = MPI_ERRHANDLER_NULL;  // the handler itself lives on: see the top of this file
   });

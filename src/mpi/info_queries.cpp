@@ -13,6 +13,7 @@ extern "C" {
 
 int MPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_dup", [&] {
+    require_output(newinfo, "newinfo");
     auto& h = info_of(info);
     auto* copy = new sempi_mpi_info;
     {
@@ -25,6 +26,7 @@ int MPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
 
 int MPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_nthkey", [&] {
+    require_output(key, "key");
     auto& h = info_of(info);
     std::lock_guard lock(h.mu);
     if (n < 0 || static_cast<std::size_t>(n) >= h.entries.size()) {
@@ -39,6 +41,8 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
 
 int MPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_valuelen", [&] {
+    require_output(valuelen, "valuelen");
+    require_output(flag, "flag");
     auto& h = info_of(info);
     std::lock_guard lock(h.mu);
     const auto it = h.entries.find(key);

@@ -73,6 +73,7 @@ extern "C" {
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
   return guarded(comm, "MPI_Mprobe", [&] {
+    require_output(message, "message");
     auto probed = comm_of(comm).mprobe(source, tag);
     *message = new_message_handle(probed, comm);
     to_mpi_status(probed.second, status);
@@ -82,6 +83,8 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Sta
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
                 MPI_Status* status) {
   return guarded(comm, "MPI_Improbe", [&] {
+    require_output(flag, "flag");
+    require_output(message, "message");
     auto probed = comm_of(comm).improbe(source, tag);
     *flag = probed ? 1 : 0;
     if (!probed) return;
@@ -94,6 +97,7 @@ int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
               MPI_Status* status) {
   const ErrhandlerSlot slot = errhandler_slot_of_message(*message);
   return guarded_handler(slot->load(), "MPI_Mrecv", [&] {
+    require_output(message, "message");
     check_count(count);
     RecvBuffer area(buf, count, type_of(datatype));
     sempi::Request r = start_matched_receive(message, area);
@@ -105,6 +109,8 @@ int MPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message
                MPI_Request* request) {
   const ErrhandlerSlot slot = errhandler_slot_of_message(*message);
   return guarded_handler(slot->load(), "MPI_Imrecv", [&] {
+    require_output(message, "message");
+    require_output(request, "request");
     check_count(count);
     auto area = std::make_unique<RecvBuffer>(buf, count, type_of(datatype));
     sempi::Request r = start_matched_receive(message, *area);

@@ -203,6 +203,9 @@ sempi_mpi_group& group_of(MPI_Group group);
 sempi_mpi_op& op_of(MPI_Op op);
 sempi_mpi_info& info_of(MPI_Info info);
 void check_count(int count, const char* what = "count");
+/// An output argument the call must write through (rank, flag, newcomm, request, ...): null is
+/// MPI_ERR_ARG naming `argument`. Not for those where null is legal (MPI_STATUS_IGNORE).
+void require_output(const void* argument_value, const char* argument);
 MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited);
 /// The layout of a predefined basic (or pair) type.
 const TypeMap& basic_map(Basic b);

@@ -75,6 +75,7 @@ int nonblocking_send(const char* function, bool synchronous, const void* buf, in
                      MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                      MPI_Request* request) noexcept {
   return guarded(comm, function, [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     std::unique_ptr<SendBuffer> keep;
@@ -312,6 +313,7 @@ int MPI_Irsend(const void* buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Irecv(void* buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
               MPI_Request* request) {
   return guarded(comm, "MPI_Irecv", [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     check_tag(tag, true);
@@ -381,6 +383,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   return guarded(comm, "MPI_Iprobe", [&] {
+    require_output(flag, "flag");
     const auto& c = comm_of(comm);
     check_tag(tag, true);
     const auto s = c.iprobe(source, tag);
@@ -391,6 +394,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status
 
 int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
   return guarded(MPI_COMM_WORLD, "MPI_Get_count", [&] {
+    require_output(count, "count");
     const auto& type = type_of(datatype, false);
     const MPI_Count bytes = status->sempi_bytes;
     if (type->size == 0) {
@@ -405,19 +409,23 @@ int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
 
 int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
   return guarded(MPI_COMM_WORLD, "MPI_Get_elements", [&] {
+    require_output(count, "count");
     const auto n = type_of(datatype, false)->elements_in(status->sempi_bytes);
     *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
   });
 }
 
 int MPI_Test_cancelled(const MPI_Status* status, int* flag) {
-  *flag = status->sempi_cancelled;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Test_cancelled", [&] {
+    require_output(flag, "flag");
+    *flag = status->sempi_cancelled;
+  });
 }
 
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Wait", [&] {
+    require_output(request, "request");
     sempi_mpi_request* r = request_of(*request);
     reap_detached(false);
     if (r == nullptr) {
@@ -431,6 +439,8 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Test", [&] {
+    require_output(request, "request");
+    require_output(flag, "flag");
     sempi_mpi_request* r = request_of(*request);
     reap_detached(false);
     if (r == nullptr) {
@@ -447,6 +457,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -476,6 +487,8 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
+    require_output(flag, "flag");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -497,6 +510,8 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitany", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
+    require_output(index, "index");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -515,6 +530,9 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Testany", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
+    require_output(index, "index");
+    require_output(flag, "flag");
     check_count(count);
     for (int i = 0; i < count; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -540,6 +558,9 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitsome", [&] {
+    if (incount > 0) require_output(requests, "array_of_requests");
+    require_output(outcount, "outcount");
+    if (incount > 0) require_output(indices, "array_of_indices");
     check_count(incount);
     for (int i = 0; i < incount; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -555,6 +576,9 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testsome", [&] {
+    if (incount > 0) require_output(requests, "array_of_requests");
+    require_output(outcount, "outcount");
+    if (incount > 0) require_output(indices, "array_of_indices");
     check_count(incount);
     for (int i = 0; i < incount; ++i) request_of(requests[i]);
     reap_detached(false);
@@ -568,6 +592,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices
 
 int MPI_Cancel(MPI_Request* request) {
   return guarded(MPI_COMM_WORLD, "MPI_Cancel", [&] {
+    require_output(request, "request");
     sempi_mpi_request* r = request_of(*request, false);
     // Only receives that have not matched can be cancelled; a send runs to completion and
     // MPI_Test_cancelled then reports false, as MPI allows.
@@ -577,6 +602,7 @@ int MPI_Cancel(MPI_Request* request) {
 
 int MPI_Request_free(MPI_Request* request) {
   return guarded(MPI_COMM_WORLD, "MPI_Request_free", [&] {
+    require_output(request, "request");
     sempi_mpi_request* r = request_of(*request, false);
     *request = MPI_REQUEST_NULL;
     if (!r->active || r->request.is_null()) {
@@ -597,6 +623,7 @@ int persistent_init(const char* function, Mode mode, const void* buf, int count,
                     MPI_Datatype datatype, int peer, int tag, MPI_Comm comm,
                     MPI_Request* request) {
   return guarded(comm, function, [&] {
+    require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
     check_tag(tag, mode == Mode::recv);
@@ -638,6 +665,7 @@ int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int t
 
 int MPI_Start(MPI_Request* request) {
   return guarded(MPI_COMM_WORLD, "MPI_Start", [&] {
+    require_output(request, "request");
     sempi_mpi_request* r = request_of(*request, false);
     if (!r->persistent) fail(MPI_ERR_REQUEST, "not a persistent request");
     if (r->active) fail(MPI_ERR_REQUEST, "the persistent request is already active");
@@ -657,6 +685,7 @@ int MPI_Start(MPI_Request* request) {
 
 int MPI_Startall(int count, MPI_Request requests[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Startall", [&] {
+    if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
     for (int i = 0; i < count; ++i) {
       const int code = MPI_Start(&requests[i]);

@@ -9,6 +9,7 @@ extern "C" {
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Request_get_status", [&] {
+    require_output(flag, "flag");
     sempi_mpi_request* r = request_of(request);
     if (r == nullptr || !r->active) {  // null or inactive persistent: complete, empty status
       *flag = 1;

@@ -32,6 +32,7 @@ std::int64_t bytes_of_elements(const TypeMap& type, std::int64_t elements) {
 int set_elements(const char* function, MPI_Status* status, MPI_Datatype datatype,
                  MPI_Count count) {
   return guarded(MPI_COMM_WORLD, function, [&] {
+    require_output(status, "status");
     if (count < 0) fail(MPI_ERR_COUNT, "negative count " + std::to_string(count));
     const auto& type = type_of(datatype, false);
     status->sempi_bytes = static_cast<MPI_Count>(bytes_of_elements(*type, count));
@@ -54,8 +55,10 @@ int MPI_Status_set_elements_x(MPI_Status* status, MPI_Datatype datatype, MPI_Cou
 }
 
 int MPI_Status_set_cancelled(MPI_Status* status, int flag) {
-  status->sempi_cancelled = flag != 0 ? 1 : 0;
-  return MPI_SUCCESS;
+  return guarded(MPI_COMM_WORLD, "MPI_Status_set_cancelled", [&] {
+    require_output(status, "status");
+    status->sempi_cancelled = flag != 0 ? 1 : 0;
+  });
 }
 
 }  // extern "C"

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <utility>
 
 #include "support/job_runner.hpp"
 #include "support/temp_dir.hpp"
@@ -84,6 +85,27 @@ TEST(Failure, TimeoutVariableTooLargeIsAClearErrorNotAnExpiredDeadline) {
     EXPECT_NE(result.exit_code, 0) << result.output;
     EXPECT_NE(result.output.find("SEMPI_START_TIMEOUT='" + std::string(value) + "' is too large"),
               std::string::npos)
+        << result.output;
+    EXPECT_LT(result.seconds, 30) << result.output;
+  }
+}
+
+TEST(Failure, NegativeOrNonNumericByteLimitIsRefusedNotUnlimited) {
+  // strtoull takes "-1" as 2^64-1: once, that silently lifted the unexpected-data bound.
+  const std::pair<const char*, const char*> cases[] = {
+      {"-1", "is not a byte count"},
+      {"abc", "is not a byte count"},
+      {" 5", "is not a byte count"},
+      {"64k", "is not a byte count"},
+      {"99999999999999999999", "is too large"},
+  };
+  for (const auto& [value, complaint] : cases) {
+    const auto result =
+        run(2, "environment", {"-x", std::string("SEMPI_MAX_UNEXPECTED_BYTES=") + value}, 120s);
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    EXPECT_NE(
+        result.output.find("SEMPI_MAX_UNEXPECTED_BYTES='" + std::string(value) + "' " + complaint),
+        std::string::npos)
         << result.output;
     EXPECT_LT(result.seconds, 30) << result.output;
   }

@@ -34,6 +34,19 @@ static inline int error_class_of(int code) {
   return cls;
 }
 
+/* The call must fail with error class MPI_ERR_ARG (a null output argument, say): with
+ * MPI_ERRORS_RETURN, the job goes on. */
+#define EXPECT_ARG(call)                                                                         \
+  do {                                                                                           \
+    int expect_rc_ = (call);                                                                     \
+    if (error_class_of(expect_rc_) != MPI_ERR_ARG) {                                             \
+      fprintf(stderr, "%s:%d: %s returned class %d, expected MPI_ERR_ARG\n", __FILE__, __LINE__, \
+              #call, error_class_of(expect_rc_));                                                \
+      fflush(stderr);                                                                            \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                              \
+    }                                                                                            \
+  } while (0)
+
 /* MPI_Init, then this process's rank and the job's size in MPI_COMM_WORLD. */
 static inline void init_world(int* argc, char*** argv, int* rank, int* size) {
   CHECK_MPI(MPI_Init(argc, argv));
