@@ -259,6 +259,20 @@ void reap_detached(bool all) {
   }
 }
 
+namespace {
+
+// The common start of the calls that complete an array of requests: the array (null only when
+// empty), its count and every handle are checked before anything completes, and finished
+// detached requests are reaped.
+void check_request_array(int count, MPI_Request requests[]) {
+  if (count > 0) require_output(requests, "array_of_requests");
+  check_count(count);
+  for (int i = 0; i < count; ++i) request_of(requests[i]);
+  reap_detached(false);
+}
+
+}  // namespace
+
 }  // namespace sempi::mpi
 
 using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
@@ -457,10 +471,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
-    if (count > 0) require_output(requests, "array_of_requests");
-    check_count(count);
-    for (int i = 0; i < count; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(count, requests);
     MPI_Errhandler handler = MPI_ERRORS_RETURN;
     Outcome first;
     for (int i = 0; i < count; ++i) {
@@ -487,11 +498,8 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testall", [&] {
-    if (count > 0) require_output(requests, "array_of_requests");
     require_output(flag, "flag");
-    check_count(count);
-    for (int i = 0; i < count; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(count, requests);
     // Complete nothing unless everything is complete (MPI 3.1 section 3.7.5).
     for (int i = 0; i < count; ++i) {
       if (!is_active(requests[i])) continue;
@@ -510,11 +518,8 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitany", [&] {
-    if (count > 0) require_output(requests, "array_of_requests");
     require_output(index, "index");
-    check_count(count);
-    for (int i = 0; i < count; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(count, requests);
     const int which = wait_for_any(count, requests);
     if (which < 0) {
       *index = MPI_UNDEFINED;
@@ -530,12 +535,9 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Testany", [&] {
-    if (count > 0) require_output(requests, "array_of_requests");
     require_output(index, "index");
     require_output(flag, "flag");
-    check_count(count);
-    for (int i = 0; i < count; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(count, requests);
     bool any_active = false;
     for (int i = 0; i < count; ++i) {
       if (!is_active(requests[i])) continue;
@@ -558,12 +560,9 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitsome", [&] {
-    if (incount > 0) require_output(requests, "array_of_requests");
     require_output(outcount, "outcount");
     if (incount > 0) require_output(indices, "array_of_indices");
-    check_count(incount);
-    for (int i = 0; i < incount; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(incount, requests);
     const int first = wait_for_any(incount, requests);
     if (first < 0) {
       *outcount = MPI_UNDEFINED;
@@ -576,12 +575,9 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Testsome", [&] {
-    if (incount > 0) require_output(requests, "array_of_requests");
     require_output(outcount, "outcount");
     if (incount > 0) require_output(indices, "array_of_indices");
-    check_count(incount);
-    for (int i = 0; i < incount; ++i) request_of(requests[i]);
-    reap_detached(false);
+    check_request_array(incount, requests);
     if (std::none_of(requests, requests + incount, is_active)) {
       *outcount = MPI_UNDEFINED;
       return MPI_SUCCESS;
