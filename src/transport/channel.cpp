@@ -309,21 +309,10 @@ std::optional<std::uint64_t> Channel::send_now(FrameHeader header,
   send_now_buffer_.insert(send_now_buffer_.end(), payload.begin(), payload.end());
   const std::size_t size = send_now_buffer_.size();
 
-  clear_error_queue();
-  const int rc = SSL_write(ssl_.get(), send_now_buffer_.data(), static_cast<int>(size));
-  std::size_t written = 0;
-  if (rc > 0) {
-    written = static_cast<std::size_t>(rc);
-  } else {
-    const int err = SSL_get_error(ssl_.get(), rc);
-    if (err != SSL_ERROR_WANT_WRITE && err != SSL_ERROR_WANT_READ) {
-      fail_from_ssl(err, "send");
-      return std::nullopt;  // enqueue() reports the failure to the caller's completion
-    }
-    retry_size_ = size;  // OpenSSL must be handed the same bytes again
-    write_wants_read_ = err == SSL_ERROR_WANT_READ;
-  }
+  const long n = write_some(send_now_buffer_.data(), size);
+  if (n < 0) return std::nullopt;  // enqueue() reports the failure to the caller's completion
   ++next_out_sequence_;
+  const auto written = static_cast<std::size_t>(n);
   if (written < size) {  // the rest goes out with the next flush(), from a copy
     Outbound item;
     item.header = encoded;
@@ -376,19 +365,10 @@ std::error_code Channel::flush() {
     }
     if (retry_size_ != 0) size = retry_size_;  // OpenSSL requires the same length on retry
 
-    clear_error_queue();
-    const int rc = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
-    if (rc <= 0) {
-      const int err = SSL_get_error(ssl_.get(), rc);
-      if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
-        retry_size_ = size;
-        write_wants_read_ = err == SSL_ERROR_WANT_READ;
-        return {};
-      }
-      return fail_from_ssl(err, "send");
-    }
-    retry_size_ = 0;
-    auto written = static_cast<std::size_t>(rc);
+    const long n = write_some(data, size);
+    if (n < 0) return failure_.code;
+    if (n == 0) return {};
+    auto written = static_cast<std::size_t>(n);
     if (coalesced_frames_ > 0) {
       coalesced_written_ += written;
       // Credit the bytes to the frames they belong to, in order.
@@ -423,6 +403,23 @@ std::error_code Channel::flush_socket_buffer() {
   const int saved = errno;
   return fail(errc::connection_closed,
               "connection lost during send: " + std::system_category().message(saved));
+}
+
+long Channel::write_some(const std::uint8_t* data, std::size_t size) {
+  clear_error_queue();
+  const int rc = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+  if (rc > 0) {
+    retry_size_ = 0;
+    return rc;
+  }
+  const int err = SSL_get_error(ssl_.get(), rc);
+  if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+    retry_size_ = size;  // OpenSSL must be handed the same bytes again
+    write_wants_read_ = err == SSL_ERROR_WANT_READ;
+    return 0;
+  }
+  fail_from_ssl(err, "send");
+  return -1;
 }
 
 long Channel::read_some(std::uint8_t* dst, std::size_t size) {

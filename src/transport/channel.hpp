@@ -161,6 +161,9 @@ class Channel {
   // Hands the socket BIO's buffered records to the kernel, as far as it takes them.
   std::error_code flush_socket_buffer();
   std::error_code fail_from_ssl(int ssl_error, const char* during);
+  // One SSL_write; returns bytes taken, 0 when TLS wants the same bytes again later
+  // (retry_size_ set), -1 after failing the channel.
+  long write_some(const std::uint8_t* data, std::size_t size);
   // One SSL_read into dst; returns bytes, 0 when it would block, -1 after failing the channel.
   long read_some(std::uint8_t* dst, std::size_t size);
   // Like read_some, but small reads go through stage_ (see below).
