@@ -46,6 +46,22 @@ void copy_bytes(void* dst, const void* src, std::size_t n) {
   if (n > 0) std::memcpy(dst, src, n);
 }
 
+// A receive of `tag` from `source_world` (a world rank or ANY_SOURCE) in `context`, into
+// `capacity` bytes at `buf`; a waiter spins on that source's channel.
+std::shared_ptr<RequestState> new_receive(const std::shared_ptr<const CommState>& comm,
+                                          std::uint32_t context, int source_world, int tag,
+                                          void* buf, std::size_t capacity) {
+  auto request = std::make_shared<RequestState>(RequestKind::recv);
+  request->comm = comm;
+  request->context = context;
+  request->source_world = source_world;
+  request->tag = tag;
+  request->buffer = buf;
+  request->capacity = capacity;
+  request->peer_hint = source_world;
+  return request;
+}
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -455,14 +471,8 @@ void Engine::deliver_unexpected_to(Unexpected& message,
 std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommState>& comm,
                                             bool collective, void* buf, std::size_t capacity,
                                             int source, int tag) {
-  auto request = std::make_shared<RequestState>(RequestKind::recv);
-  request->comm = comm;
-  request->context = collective ? comm->collective_context() : comm->context;
-  request->source_world = comm->world_source(source);
-  request->tag = tag;
-  request->buffer = buf;
-  request->capacity = capacity;
-  request->peer_hint = request->source_world;
+  auto request = new_receive(comm, collective ? comm->collective_context() : comm->context,
+                             comm->world_source(source), tag, buf, capacity);
   std::lock_guard lock(mu_);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(*request, it->context, it->source, it->tag)) {
@@ -624,14 +634,8 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 std::shared_ptr<RequestState> Engine::receive_matched(
     MatchedMessage& matched, const std::shared_ptr<const CommState>& comm, void* buf,
     std::size_t capacity) {
-  auto request = std::make_shared<RequestState>(RequestKind::recv);
-  request->comm = comm;
-  request->context = matched.message.context;
-  request->source_world = matched.message.source;
-  request->tag = matched.message.tag;
-  request->buffer = buf;
-  request->capacity = capacity;
-  request->peer_hint = matched.message.source;
+  auto request = new_receive(comm, matched.message.context, matched.message.source,
+                             matched.message.tag, buf, capacity);
   std::lock_guard lock(mu_);
   if (matched.received) {
     complete(*request, ErrorClass::request, "the matched message was already received");

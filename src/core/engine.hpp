@@ -48,8 +48,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
