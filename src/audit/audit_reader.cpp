@@ -89,12 +89,18 @@ std::int64_t int_field(const Record& r, const char* key, std::int64_t fallback =
   return get<std::int64_t>(r.sempi(key)).value_or(fallback);
 }
 
-// A string of the record's "event" object; "" when missing or of another type (an edited
+// A string member of `object`; "" when missing, or when either has another type (an edited
 // record must still be reported, not end the report).
+std::string string_member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it == object.end() ? "" : get<std::string>(&*it).value_or("");
+}
+
+// A string of the record's "event" object, as string_member.
 std::string event_field(const Record& r, const char* key) {
   const auto e = r.json.find("event");
-  if (e == r.json.end() || !e->is_object() || !e->contains(key)) return "";
-  return get<std::string>(&(*e)[key]).value_or("");
+  return e == r.json.end() ? "" : string_member(*e, key);
 }
 
 struct ChainCheck {
@@ -426,7 +432,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         Json e;
         e["file"] = file.name;
         e["line"] = r.line;
-        e["@timestamp"] = get<std::string>(r.json.contains("@timestamp") ? &r.json["@timestamp"] : nullptr).value_or("");
+        e["@timestamp"] = string_member(r.json, "@timestamp");
         e["action"] = action;
         e["dry_run"] = dry;
         e["reason"] = event_field(r, "reason");
