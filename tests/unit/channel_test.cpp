@@ -53,6 +53,18 @@ Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {}) {
   return {accepted.get(), std::move(client)};
 }
 
+// Writes everything queued on `channel`, waiting for the socket as needed.
+void flush_until_written(Channel& channel) {
+  const auto deadline = long_deadline();
+  while (channel.has_pending_writes()) {
+    ASSERT_FALSE(channel.flush());
+    if (channel.has_pending_writes()) {
+      ASSERT_FALSE(transport::wait_fd(channel.native_handle(), transport::WaitFor::write,
+                                      deadline));
+    }
+  }
+}
+
 TEST(Channel, HandshakeEstablishesPinnedIdentitiesOverTls13) {
   TestJob job(2);
   auto pair = connect_pair(job);
@@ -186,14 +198,7 @@ TEST(Channel, QueuedSmallFramesAreDeliveredInOrder) {
       ++completed;
     });
   }
-  const auto deadline = long_deadline();
-  while (pair.client->has_pending_writes()) {
-    ASSERT_FALSE(pair.client->flush());
-    if (pair.client->has_pending_writes()) {
-      ASSERT_FALSE(transport::wait_fd(pair.client->native_handle(), transport::WaitFor::write,
-                                      deadline));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(flush_until_written(*pair.client));
   EXPECT_EQ(completed, kFrames);
   EXPECT_EQ(receiver.get(), kFrames);
 }
@@ -247,14 +252,7 @@ TEST(Channel, SendNowFallsBackToTheQueueWhenTheSocketIsFull) {
     }
     return ok;
   });
-  const auto deadline = long_deadline();
-  while (pair.client->has_pending_writes()) {
-    ASSERT_FALSE(pair.client->flush());
-    if (pair.client->has_pending_writes()) {
-      ASSERT_FALSE(transport::wait_fd(pair.client->native_handle(), transport::WaitFor::write,
-                                      deadline));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(flush_until_written(*pair.client));
   EXPECT_EQ(completed, 1);
   EXPECT_EQ(receiver.get(), frames);
 }
