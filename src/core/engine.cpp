@@ -759,9 +759,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
         events |= POLLIN;
         if (peer->channel_->has_buffered_input()) immediate = true;
       }
-      if (peer->channel_->has_pending_writes()) {
-        events |= peer->channel_->wants_read_for_write() ? POLLIN : POLLOUT;
-      }
+      if (peer->channel_->has_pending_writes()) events |= POLLOUT;
       poll_fds_.push_back({peer->channel_->native_handle(), events, 0});
       polled_peers_.push_back(peer.get());
     }

@@ -20,16 +20,9 @@ namespace {
 constexpr std::size_t kCopyThreshold = 8 * 1024;
 // How much to gather before handing coalesced frames to TLS (a few maximum-size records).
 constexpr std::size_t kCoalesceTarget = 64 * 1024;
-// Upper bound for one SSL_write on a large payload; keeps each call's latency bounded.
+// Upper bound for one write of a large payload; keeps each call's latency bounded.
 constexpr std::size_t kMaxWriteChunk = 1 << 20;
 constexpr std::uint8_t kTlsHandshakeRecord = 0x16;
-
-// SSL_get_error() is only reliable if the thread's error queue was empty before the I/O call.
-// Peeking first is several times cheaper than ERR_clear_error(), which resets every slot of
-// the queue, and the queue is empty on nearly every call of the message path.
-void clear_error_queue() {
-  if (ERR_peek_error() != 0) ERR_clear_error();
-}
 
 // Classifies the OpenSSL error queue of a failed handshake; returns a code and drains the queue
 // into `detail`.
@@ -94,8 +87,12 @@ class SingleFrameSink final : public FrameSink {
 Channel::Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local)
     : fd_(std::move(fd)),
       ssl_(std::move(ssl)),
+      secrets_(std::make_unique<TrafficSecrets>()),
       local_limits_(local.hello.limits),
-      local_hello_(local.hello) {}
+      local_hello_(local.hello) {
+  // Without the secrets the record layer cannot start; start_record_layer() reports that.
+  capture_secrets_into(ssl_.get(), secrets_.get());
+}
 
 Channel::~Channel() {
   // Queued sends must learn that they will never complete.
@@ -128,7 +125,8 @@ std::unique_ptr<Channel> Channel::connect(const LocalEndpoint& local, const Endp
   auto requirements = local.requirements();
   requirements.expected_rank = expected_rank;
   std::unique_ptr<Channel> channel(new Channel(std::move(fd), std::move(ssl), local));
-  return establish(std::move(channel), true, requirements, nullptr, deadline, error);
+  return establish(std::move(channel), true, requirements, nullptr, local.rekey_after_records,
+                   deadline, error);
 }
 
 std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd socket,
@@ -161,19 +159,23 @@ std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd so
   }
   SSL_set_accept_state(ssl.get());
   std::unique_ptr<Channel> channel(new Channel(std::move(socket), std::move(ssl), local));
-  return establish(std::move(channel), false, local.requirements(), &claim_rank, deadline, error);
+  return establish(std::move(channel), false, local.requirements(), &claim_rank,
+                   local.rekey_after_records, deadline, error);
 }
 
 std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
-                                            Deadline deadline, ChannelError& error) {
+                                            std::uint64_t rekey_after, Deadline deadline,
+                                            ChannelError& error) {
   error = channel->handshake(is_client, deadline);
   if (error.code) return nullptr;
   if (auto ec = verify_peer(channel->ssl_.get(), requirements, channel->peer_, error.detail); ec) {
     error.code = ec;
     return nullptr;
   }
+  error = channel->start_record_layer(is_client, rekey_after);
+  if (error.code) return nullptr;
   error = channel->exchange_hello(deadline);
   if (error.code) return nullptr;
   // Claim the rank only once the peer has fully proven it, so a failed attempt cannot block
@@ -211,6 +213,30 @@ ChannelError Channel::handshake(bool is_client, Deadline deadline) {
     error.code = classify_handshake_failure(ssl_.get(), error.detail);
     return error;
   }
+}
+
+ChannelError Channel::start_record_layer(bool is_client, std::uint64_t rekey_after) {
+  capture_secrets_into(ssl_.get(), nullptr);
+  const auto secrets = std::move(secrets_);  // wiped when this returns
+  // OpenSSL reads handshake records exactly (no read-ahead), so it holds nothing of the
+  // application stream; whatever followed the handshake is still in the socket buffers.
+  if (SSL_has_pending(ssl_.get()) != 0) {
+    return {errc::tls_handshake_failed, "TLS data buffered inside OpenSSL after the handshake"};
+  }
+  if (!secrets->complete()) {
+    return {errc::tls_handshake_failed, "the handshake did not yield the traffic secrets"};
+  }
+  const SSL_CIPHER* suite = SSL_get_current_cipher(ssl_.get());
+  std::string detail;
+  auto sealer = RecordProtection::create(suite, secrets->writing(is_client),
+                                         RecordProtection::Direction::seal, detail);
+  auto opener = sealer ? RecordProtection::create(suite, secrets->reading(is_client),
+                                                  RecordProtection::Direction::open, detail)
+                       : nullptr;
+  if (!sealer || !opener) return {errc::tls_handshake_failed, detail};
+  records_ = std::make_unique<RecordLayer>(socket_bio_buffers(SSL_get_rbio(ssl_.get())),
+                                           std::move(sealer), std::move(opener), rekey_after);
+  return {};
 }
 
 ChannelError Channel::exchange_hello(Deadline deadline) {
@@ -260,19 +286,6 @@ std::error_code Channel::fail(std::error_code code, std::string detail) {
   return failure_.code;
 }
 
-std::error_code Channel::fail_from_ssl(int ssl_error, const char* during) {
-  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
-    return fail(errc::connection_closed, std::string("peer closed the channel during ") + during);
-  }
-  if (ssl_error == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
-    const int saved = errno;
-    return fail(errc::connection_closed, std::string("connection lost during ") + during +
-                                             (saved != 0 ? ": " + std::system_category().message(saved) : ""));
-  }
-  std::string detail = std::string(during) + ": " + pki::drain_openssl_errors();
-  return fail(errc::tls_io_error, std::move(detail));
-}
-
 std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t> payload,
                                SendCompletion done) {
   if (failed()) {
@@ -305,18 +318,17 @@ std::optional<std::uint64_t> Channel::send_now(FrameHeader header,
   header.sequence = next_out_sequence_;
   header.length = payload.size();
   const EncodedHeader encoded = encode_frame_header(header);
-  send_now_buffer_.assign(encoded.begin(), encoded.end());
-  send_now_buffer_.insert(send_now_buffer_.end(), payload.begin(), payload.end());
-  const std::size_t size = send_now_buffer_.size();
 
-  const long n = write_some(send_now_buffer_.data(), size);
+  const long n = write_some(encoded, payload);
   if (n < 0) return std::nullopt;  // enqueue() reports the failure to the caller's completion
   ++next_out_sequence_;
   const auto written = static_cast<std::size_t>(n);
-  if (written < size) {  // the rest goes out with the next flush(), from a copy
+  if (written < kFrameHeaderSize + payload.size()) {  // the rest goes out with flush(), copied
     Outbound item;
     item.header = encoded;
-    item.small = std::move(send_now_buffer_);
+    item.small.reserve(kFrameHeaderSize + payload.size());
+    item.small.insert(item.small.end(), encoded.begin(), encoded.end());
+    item.small.insert(item.small.end(), payload.begin(), payload.end());
     item.written = written;
     outbound_.push_back(std::move(item));
   }
@@ -333,7 +345,6 @@ void Channel::complete_written() {
 
 std::error_code Channel::flush() {
   if (failed()) return failure_.code;
-  write_wants_read_ = false;
   while (!outbound_.empty()) {
     // Choose what to hand to TLS: a batch of small frames, or a slice of the front frame.
     const std::uint8_t* data = nullptr;
@@ -363,9 +374,7 @@ std::error_code Channel::flush() {
       data = front.large.data() + offset;
       size = std::min(front.large.size() - offset, kMaxWriteChunk);
     }
-    if (retry_size_ != 0) size = retry_size_;  // OpenSSL requires the same length on retry
-
-    const long n = write_some(data, size);
+    const long n = write_some({data, size});
     if (n < 0) return failure_.code;
     if (n == 0) return {};
     auto written = static_cast<std::size_t>(n);
@@ -394,51 +403,31 @@ std::error_code Channel::flush() {
 }
 
 bool Channel::has_pending_writes() const noexcept {
-  return !outbound_.empty() || socket_bio_unsent(SSL_get_wbio(ssl_.get())) > 0;
+  return !outbound_.empty() || (records_ && records_->has_unsent());
 }
 
 std::error_code Channel::flush_socket_buffer() {
-  BIO* bio = SSL_get_wbio(ssl_.get());
-  if (socket_bio_unsent(bio) == 0 || BIO_flush(bio) == 1 || BIO_should_retry(bio)) return {};
-  const int saved = errno;
-  return fail(errc::connection_closed,
-              "connection lost during send: " + std::system_category().message(saved));
+  if (records_->flush()) return {};
+  return fail(records_->code(), records_->detail());
 }
 
-long Channel::write_some(const std::uint8_t* data, std::size_t size) {
-  clear_error_queue();
-  const int rc = SSL_write(ssl_.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
-  if (rc > 0) {
-    retry_size_ = 0;
-    return rc;
-  }
-  const int err = SSL_get_error(ssl_.get(), rc);
-  if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
-    retry_size_ = size;  // OpenSSL must be handed the same bytes again
-    write_wants_read_ = err == SSL_ERROR_WANT_READ;
-    return 0;
-  }
-  fail_from_ssl(err, "send");
-  return -1;
+long Channel::write_some(std::span<const std::uint8_t> first,
+                         std::span<const std::uint8_t> second) {
+  const long n = records_->write(first, second);
+  if (n < 0) fail(records_->code(), records_->detail());
+  return n;
 }
 
 long Channel::read_some(std::uint8_t* dst, std::size_t size) {
-  clear_error_queue();
-  const int rc = SSL_read(ssl_.get(), dst, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
-  if (rc > 0) return rc;
-  const int err = SSL_get_error(ssl_.get(), rc);
-  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return 0;
-  fail_from_ssl(err, "receive");
-  return -1;
+  const long n = records_->read(dst, size);
+  if (n < 0) fail(records_->code(), records_->detail());
+  return n;
 }
 
 bool Channel::has_buffered_input() const {
-  // Decrypted bytes not yet read, or received bytes still in the socket BIO (socket_bio.hpp).
-  // Not SSL_has_pending(): it also counts the start of a record whose rest has not arrived,
-  // and a reader relying on it would spin instead of waiting when a peer stalls mid-record.
-  // Without OpenSSL's read-ahead nothing else can be buffered.
-  return staged() > 0 || SSL_pending(ssl_.get()) > 0 ||
-         socket_bio_unread(SSL_get_rbio(ssl_.get())) > 0;
+  // Not a partial record: a reader relying on that would spin instead of waiting when a peer
+  // stalls mid-record.
+  return staged() > 0 || records_->has_buffered_input();
 }
 
 long Channel::take_input(std::uint8_t* dst, std::size_t size) {
@@ -517,8 +506,7 @@ std::error_code Channel::send_frame(const FrameHeader& header,
   while (!finished || has_pending_writes()) {
     if (auto ec = flush(); ec) return ec;
     if (finished && !has_pending_writes()) break;
-    const auto what = wants_read_for_write() ? WaitFor::read : WaitFor::write;
-    if (auto ec = wait_fd(fd_.get(), what, deadline); ec) {
+    if (auto ec = wait_fd(fd_.get(), WaitFor::write, deadline); ec) {
       return fail(ec, "send did not complete before the deadline");
     }
   }
@@ -540,11 +528,7 @@ std::error_code Channel::receive_frame(FrameHeader& header, std::vector<std::uin
 }
 
 void Channel::shutdown() noexcept {
-  if (!failed()) {
-    ERR_clear_error();
-    SSL_shutdown(ssl_.get());
-  }
-  ERR_clear_error();
+  if (!failed()) records_->close_notify();
 }
 
 }  // namespace sempi::transport

@@ -2,9 +2,11 @@
 // A channel: one mutually authenticated TLS 1.3 connection between two ranks of one job,
 // carrying sempi frames. The channel knows frames, not MPI.
 //
-// OpenSSL runs directly on the non-blocking socket (socket BIO) rather than through Asio's
-// ssl::stream: the stream's memory-BIO pair adds a copy of every byte in each direction and a
-// second buffer per connection, and the progress engine drives readiness itself anyway.
+// OpenSSL runs the handshake directly on the non-blocking socket (socket BIO) rather than
+// through Asio's ssl::stream: the stream's memory-BIO pair adds a copy of every byte in each
+// direction and a second buffer per connection, and the progress engine drives readiness itself
+// anyway. Once the handshake is done, sempi's record layer (record_layer.hpp) protects the
+// records with the negotiated traffic keys.
 //
 // Life cycle: connect() or accept() perform TCP + TLS handshake + identity pinning + HELLO under
 // one deadline and return a ready channel or a specific error. Afterwards frames are exchanged
@@ -33,8 +35,10 @@
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/peer_verifier.hpp"
+#include "transport/record_layer.hpp"
 #include "transport/socket.hpp"
 #include "transport/tls_context.hpp"
+#include "transport/traffic_secrets.hpp"
 
 namespace sempi::transport {
 
@@ -42,6 +46,8 @@ namespace sempi::transport {
 struct LocalEndpoint {
   std::shared_ptr<const TlsContext> tls;
   Hello hello;  // our job, rank, world size, policy digest and limits
+  /// Records sealed under one key before a TLS key update (lowered only by tests).
+  std::uint64_t rekey_after_records = kRekeyAfterRecords;
 
   [[nodiscard]] PeerRequirements requirements() const {
     return {hello.job, hello.world_size, hello.policy_digest, std::nullopt};
@@ -116,16 +122,13 @@ class Channel {
   std::optional<std::uint64_t> send_now(FrameHeader header, std::span<const std::uint8_t> payload);
   /// Writes queued frames without blocking. Returns the channel failure, if any.
   std::error_code flush();
-  /// True while queued bytes remain; the caller waits for writability (or readability, see
-  /// wants_read_for_write()).
+  /// True while queued bytes remain; the caller waits for writability.
   [[nodiscard]] bool has_pending_writes() const noexcept;
-  /// TLS may need to read before it can write (rare in TLS 1.3, e.g. key update).
-  [[nodiscard]] bool wants_read_for_write() const noexcept { return write_wants_read_; }
 
   /// Reads and delivers up to `max_frames` complete frames without blocking. Stops early when
   /// TLS has nothing buffered after a frame (the next read would most likely find nothing).
   std::error_code read_available(FrameSink& sink, std::size_t max_frames = SIZE_MAX);
-  /// True if TLS holds decrypted or buffered bytes: poll() would not report them.
+  /// True if decrypted bytes or a whole record are buffered: poll() would not report them.
   [[nodiscard]] bool has_buffered_input() const;
 
   /// Blocking send of one frame, bounded by the deadline.
@@ -154,17 +157,20 @@ class Channel {
   static std::unique_ptr<Channel> establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
-                                            Deadline deadline, ChannelError& error);
+                                            std::uint64_t rekey_after, Deadline deadline,
+                                            ChannelError& error);
   ChannelError handshake(bool is_client, Deadline deadline);
+  // Hands the connection from OpenSSL's record layer to ours, with the captured secrets.
+  ChannelError start_record_layer(bool is_client, std::uint64_t rekey_after);
   ChannelError exchange_hello(Deadline deadline);
   std::error_code fail(std::error_code code, std::string detail);
-  // Hands the socket BIO's buffered records to the kernel, as far as it takes them.
+  // Hands buffered records to the kernel, as far as it takes them.
   std::error_code flush_socket_buffer();
-  std::error_code fail_from_ssl(int ssl_error, const char* during);
-  // One SSL_write; returns bytes taken, 0 when TLS wants the same bytes again later
-  // (retry_size_ set), -1 after failing the channel.
-  long write_some(const std::uint8_t* data, std::size_t size);
-  // One SSL_read into dst; returns bytes, 0 when it would block, -1 after failing the channel.
+  // One record-layer write; returns bytes taken, 0 when the socket is full, -1 after failing
+  // the channel.
+  long write_some(std::span<const std::uint8_t> first, std::span<const std::uint8_t> second = {});
+  // One record-layer read into dst; returns bytes, 0 when it would block, -1 after failing
+  // the channel.
   long read_some(std::uint8_t* dst, std::size_t size);
   // Like read_some, but small reads go through stage_ (see below).
   long take_input(std::uint8_t* dst, std::size_t size);
@@ -172,7 +178,9 @@ class Channel {
   void complete_written();
 
   UniqueFd fd_;
-  pki::SslPtr ssl_;
+  pki::SslPtr ssl_;  // the handshake's; idle afterwards, kept for the suite's name
+  std::unique_ptr<TrafficSecrets> secrets_;  // filled by the handshake, wiped once used
+  std::unique_ptr<RecordLayer> records_;     // from the end of the handshake on
   ChannelLimits local_limits_;
   // The largest payload accepted from the peer: HELLO's size until the HELLO exchange is done,
   // so that a peer cannot make us allocate the full frame limit before it has said hello.
@@ -185,17 +193,15 @@ class Channel {
   // Outbound state.
   std::deque<Outbound> outbound_;
   std::vector<std::uint8_t> coalesced_;  // small frames gathered into one TLS write
-  std::vector<std::uint8_t> send_now_buffer_;  // header + payload of send_now(), reused
   std::size_t coalesced_frames_ = 0;
   std::size_t coalesced_written_ = 0;
-  std::size_t retry_size_ = 0;  // SSL_write must be retried with the same length after WANT_*
-  bool write_wants_read_ = false;
   std::uint64_t next_out_sequence_ = 0;
 
   // Inbound state.
   // Decrypted bytes taken from TLS but not yet parsed. A frame header is read together with
   // what follows it in the record (a small payload, further coalesced frames), so a small
-  // message costs one SSL_read instead of two; a large payload is read straight into place.
+  // message costs one record-layer read instead of two; a large payload is read straight into
+  // place.
   std::array<std::uint8_t, 512> stage_;
   std::size_t stage_begin_ = 0;
   std::size_t stage_end_ = 0;

@@ -3,6 +3,8 @@
 #include <set>
 #include <sstream>
 
+#include "transport/traffic_secrets.hpp"
+
 namespace sempi::transport {
 namespace {
 
@@ -91,6 +93,8 @@ std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   // A rank certificate is issued directly by the job CA: no intermediates.
   SSL_CTX_set_verify_depth(c, 1);
+  // The channel's record layer takes over with the traffic secrets (record_layer.hpp).
+  enable_secret_capture(c);
 
   return std::shared_ptr<const TlsContext>(new TlsContext(std::move(ctx)));
 }
