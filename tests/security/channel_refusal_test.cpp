@@ -10,8 +10,7 @@
 #include <future>
 
 #include "sempi/error.hpp"
-#include "support/raw_tls_client.hpp"
-#include "support/test_job.hpp"
+#include "support/established_peer.hpp"
 
 namespace sempi::test {
 namespace {
@@ -37,33 +36,6 @@ class RecordingSink final : public transport::FrameSink {
 
  private:
   std::vector<std::uint8_t> buffer_;
-};
-
-// Rank 0 of `job` accepts one connection in the background.
-class Server {
- public:
-  explicit Server(const TestJob& job, std::function<bool(std::uint32_t)> claim = nullptr,
-                  std::chrono::milliseconds handshake_deadline = 30s)
-      : local_(job.endpoint(0)), listener_(loopback_any_port()) {
-    result_ = std::async(std::launch::async, [this, claim, handshake_deadline] {
-      std::error_code ec;
-      auto fd = listener_.accept(long_deadline(), ec);
-      auto claim_fn = claim ? claim : [](std::uint32_t) { return true; };
-      channel_ = Channel::accept(local_, std::move(fd), claim_fn, deadline_in(handshake_deadline),
-                                 error_);
-      return error_;
-    });
-  }
-  [[nodiscard]] transport::Endpoint endpoint() const { return listener_.endpoint(); }
-  ChannelError error() { return result_.get(); }
-  Channel* channel() { return channel_.get(); }
-
- private:
-  transport::LocalEndpoint local_;
-  transport::Listener listener_;
-  std::unique_ptr<Channel> channel_;
-  ChannelError error_;
-  std::future<ChannelError> result_;
 };
 
 // The attacker's client presents `creds` (if any) and tries to read data afterwards.
@@ -261,38 +233,6 @@ TEST(ChannelRefusal, OversizeHello) {
 }
 
 // --- hostile frames after a valid handshake -------------------------------------------------
-
-RawClientOptions rank_options(const TestJob& job, const Credentials& creds) {
-  RawClientOptions options{job.ca().certificate()};
-  options.cert = creds.cert;
-  options.key = creds.key.get();
-  return options;
-}
-
-// A genuine rank 1 that completed the handshake and HELLO with the server (rank 0): the raw
-// TLS stream the hostile-frame tests attack from.
-struct EstablishedPeer {
-  TestJob job{4};
-  Server server{job};
-  Credentials creds = job.issue(1);
-  RawTlsClient client{server.endpoint(), rank_options(job, creds)};
-  ChannelError accepted;
-
-  EstablishedPeer() {
-    EXPECT_TRUE(client.handshake());
-    transport::Hello hello;
-    hello.job = job.ca().job();
-    hello.rank = 1;
-    hello.world_size = job.world_size();
-    hello.policy_digest = job.digest();
-    EXPECT_TRUE(client.send_hello(hello));
-    std::vector<std::uint8_t> server_hello;
-    EXPECT_TRUE(client.read_frame(server_hello));
-    accepted = server.error();  // waits for the server side to finish accepting
-    EXPECT_FALSE(accepted.code) << accepted.message();
-  }
-  Channel* channel() { return server.channel(); }
-};
 
 // Hands the established raw TLS stream to `attack`, and returns what the server's channel
 // reports when it reads.

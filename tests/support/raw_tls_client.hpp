@@ -28,6 +28,7 @@ struct RawClientOptions {
   const pki::PrivateKey* key = nullptr;
   int max_version = TLS1_3_VERSION;
   int min_version = TLS1_2_VERSION;
+  std::string ciphersuites;  // TLS 1.3 suites to offer; empty: OpenSSL's default
 };
 
 class RawTlsClient {
@@ -46,6 +47,9 @@ class RawTlsClient {
     ctx_.reset(SSL_CTX_new(TLS_client_method()));
     SSL_CTX_set_min_proto_version(ctx_.get(), options.min_version);
     SSL_CTX_set_max_proto_version(ctx_.get(), options.max_version);
+    if (!options.ciphersuites.empty()) {
+      SSL_CTX_set_ciphersuites(ctx_.get(), options.ciphersuites.c_str());
+    }
     X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx_.get()), options.trust.get());
     SSL_CTX_set_verify(ctx_.get(), SSL_VERIFY_PEER, nullptr);
     if (options.cert && options.key) {
@@ -93,14 +97,15 @@ class RawTlsClient {
     }
   }
 
-  /// Reads exactly one frame header+payload (e.g. the server's HELLO); false on failure.
-  bool read_frame(std::vector<std::uint8_t>& out) {
+  /// Reads exactly one frame header+payload (e.g. the server's HELLO, sequence 0); false on
+  /// failure.
+  bool read_frame(std::vector<std::uint8_t>& out, std::uint64_t expected_sequence = 0) {
     std::uint8_t header[transport::kFrameHeaderSize];
     if (!read_exact(header, sizeof header)) return false;
     transport::FrameHeader h;
     if (transport::decode_frame_header(std::span<const std::uint8_t, transport::kFrameHeaderSize>(
                                            header, transport::kFrameHeaderSize),
-                                       1ull << 30, 0, h)) {
+                                       1ull << 30, expected_sequence, h)) {
       return false;
     }
     out.resize(h.length);
@@ -108,6 +113,7 @@ class RawTlsClient {
   }
 
   void close_notify() { SSL_shutdown(ssl_.get()); }
+  [[nodiscard]] SSL* ssl() const { return ssl_.get(); }
   [[nodiscard]] int fd() const { return fd_.get(); }
 
  private:

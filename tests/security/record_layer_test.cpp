@@ -1,0 +1,229 @@
+// sempi's TLS 1.3 record layer against OpenSSL's, on real connections: every record one writes,
+// the other reads, for each permitted suite and sizes around the record limit; key updates in
+// both directions; close_notify both ways; and hostile records, each refused with its own error.
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <future>
+#include <string>
+
+#include "sempi/error.hpp"
+#include "support/established_peer.hpp"
+#include "support/rank_check.hpp"
+
+namespace sempi::test {
+namespace {
+
+using transport::FrameHeader;
+using transport::FrameType;
+
+// 48-byte frame headers: sizes that put frames just under, at and over one record's 2^14 bytes.
+const std::vector<std::size_t> kSizes = {0,     1,     100,   16336, 16337,
+                                         16384, 70000, 1 << 20};
+
+FrameHeader eager(std::uint64_t sequence) {
+  FrameHeader h;
+  h.type = FrameType::eager;
+  h.sequence = sequence;
+  return h;
+}
+
+// Counts the KeyUpdate messages OpenSSL receives on `ssl`.
+int key_updates_received = 0;
+void count_key_updates(int write_p, int, int content_type, const void* buf, std::size_t len,
+                       SSL*, void*) {
+  if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+      static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_KEY_UPDATE) {
+    ++key_updates_received;
+  }
+}
+
+// sempi sends `count` frames of each size; OpenSSL's record layer must read them all intact.
+void sempi_to_openssl(EstablishedPeer& peer, int count = 1) {
+  auto* channel = peer.channel();
+  ASSERT_NE(channel, nullptr);
+  auto sender = std::async(std::launch::async, [&] {
+    std::uint64_t sequence = 1;
+    for (int round = 0; round < count; ++round) {
+      for (std::size_t i = 0; i < kSizes.size(); ++i) {
+        const auto payload = pattern(kSizes[i], static_cast<std::uint8_t>(i));
+        if (auto ec = channel->send_frame(eager(sequence++), payload, long_deadline()); ec) return ec;
+      }
+    }
+    return std::error_code{};
+  });
+  std::uint64_t sequence = 1;
+  for (int round = 0; round < count; ++round) {
+    for (std::size_t i = 0; i < kSizes.size(); ++i) {
+      std::vector<std::uint8_t> payload;
+      ASSERT_TRUE(peer.client.read_frame(payload, sequence++)) << "size " << kSizes[i];
+      EXPECT_EQ(payload, pattern(kSizes[i], static_cast<std::uint8_t>(i))) << "size " << kSizes[i];
+    }
+  }
+  EXPECT_FALSE(sender.get());
+}
+
+// OpenSSL sends one frame of each size; sempi must read them all intact.
+void openssl_to_sempi(EstablishedPeer& peer, std::uint64_t first_sequence = 1) {
+  auto* channel = peer.channel();
+  ASSERT_NE(channel, nullptr);
+  auto receiver = std::async(std::launch::async, [&] {
+    std::vector<std::vector<std::uint8_t>> received;
+    for (std::size_t i = 0; i < kSizes.size(); ++i) {
+      FrameHeader h;
+      std::vector<std::uint8_t> payload;
+      if (channel->receive_frame(h, payload, long_deadline())) break;
+      received.push_back(std::move(payload));
+    }
+    return received;
+  });
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    ASSERT_TRUE(peer.client.write_frame(eager(first_sequence + i),
+                                        pattern(kSizes[i], static_cast<std::uint8_t>(i + 7))));
+  }
+  const auto received = receiver.get();
+  ASSERT_EQ(received.size(), kSizes.size()) << channel->failure().message();
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    EXPECT_EQ(received[i], pattern(kSizes[i], static_cast<std::uint8_t>(i + 7))) << kSizes[i];
+  }
+}
+
+class RecordLayerInterop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecordLayerInterop, EveryRecordSempiWritesOpenSslReads) {
+  EstablishedPeer peer({}, [](RawClientOptions& o) { o.ciphersuites = GetParam(); });
+  ASSERT_NE(peer.channel(), nullptr);
+  ASSERT_EQ(peer.channel()->cipher(), GetParam());
+  sempi_to_openssl(peer);
+}
+
+TEST_P(RecordLayerInterop, EveryRecordOpenSslWritesSempiReads) {
+  EstablishedPeer peer({}, [](RawClientOptions& o) { o.ciphersuites = GetParam(); });
+  ASSERT_NE(peer.channel(), nullptr);
+  ASSERT_EQ(peer.channel()->cipher(), GetParam());
+  openssl_to_sempi(peer);
+}
+
+TEST_P(RecordLayerInterop, SempiUpdatesItsKeyAndOpenSslFollows) {
+  EstablishedPeer peer([](transport::LocalEndpoint& local) { local.rekey_after_records = 3; },
+                       [](RawClientOptions& o) { o.ciphersuites = GetParam(); });
+  ASSERT_NE(peer.channel(), nullptr);
+  key_updates_received = 0;
+  SSL_set_msg_callback(peer.client.ssl(), count_key_updates);
+  sempi_to_openssl(peer, 2);
+  // 16 frames of up to 1 MiB are well over 3 records per key: many updates, all followed.
+  EXPECT_GE(key_updates_received, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, RecordLayerInterop,
+                         ::testing::Values("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                                           "TLS_CHACHA20_POLY1305_SHA256"),
+                         [](const auto& suite) { return suite.param.substr(4); });
+
+TEST(RecordLayer, KeyUpdateRequestedByOpenSslIsFollowedAndAnswered) {
+  EstablishedPeer peer;
+  ASSERT_NE(peer.channel(), nullptr);
+  key_updates_received = 0;
+  SSL_set_msg_callback(peer.client.ssl(), count_key_updates);
+  // OpenSSL's next record carries the KeyUpdate; everything after it uses the new key, which
+  // sempi must follow to read the frames at all.
+  ASSERT_EQ(SSL_key_update(peer.client.ssl(), SSL_KEY_UPDATE_REQUESTED), 1);
+  openssl_to_sempi(peer);
+  // The peer asked: sempi's next records must start with its own KeyUpdate.
+  sempi_to_openssl(peer);
+  EXPECT_EQ(key_updates_received, 1);
+  // Not asked: no answer.
+  ASSERT_EQ(SSL_key_update(peer.client.ssl(), SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+  openssl_to_sempi(peer, 1 + kSizes.size());
+  EXPECT_EQ(key_updates_received, 1);
+}
+
+TEST(RecordLayer, CloseNotifyFromOpenSslClosesTheChannel) {
+  EstablishedPeer peer;
+  auto* channel = peer.channel();
+  ASSERT_NE(channel, nullptr);
+  peer.client.close_notify();
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  EXPECT_EQ(channel->receive_frame(h, payload, long_deadline()), errc::connection_closed);
+  EXPECT_EQ(channel->failure().detail, "peer closed the channel");
+}
+
+TEST(RecordLayer, CloseNotifyFromSempiReachesOpenSsl) {
+  EstablishedPeer peer;
+  auto* channel = peer.channel();
+  ASSERT_NE(channel, nullptr);
+  channel->shutdown();
+  std::uint8_t byte = 0;
+  const int n = SSL_read(peer.client.ssl(), &byte, 1);
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(SSL_get_error(peer.client.ssl(), n), SSL_ERROR_ZERO_RETURN);
+}
+
+// --- hostile records: raw bytes on the socket after a valid handshake and HELLO --------------
+
+// Sends `bytes` in clear on the established connection; returns the channel's error.
+transport::ChannelError refusal_of(std::vector<std::uint8_t> bytes) {
+  EstablishedPeer peer;
+  auto* channel = peer.channel();
+  if (channel == nullptr) return {errc::connection_failed, "no channel"};
+  EXPECT_EQ(::send(peer.client.fd(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  EXPECT_TRUE(channel->receive_frame(h, payload, long_deadline()));
+  return channel->failure();
+}
+
+std::vector<std::uint8_t> record(std::uint8_t type, std::size_t body_size) {
+  std::vector<std::uint8_t> bytes = {type, 3, 3, static_cast<std::uint8_t>(body_size >> 8),
+                                     static_cast<std::uint8_t>(body_size)};
+  const auto body = pattern(body_size, 99);
+  bytes.insert(bytes.end(), body.begin(), body.end());
+  return bytes;
+}
+
+TEST(RecordLayerRefusal, ForgedRecordFailsAuthentication) {
+  const auto error = refusal_of(record(0x17, 100));
+  EXPECT_EQ(error.code, errc::tls_io_error);
+  EXPECT_NE(error.detail.find("bad_record_mac"), std::string::npos) << error.detail;
+}
+
+TEST(RecordLayerRefusal, OversizeRecordIsRefusedBeforeItArrives) {
+  auto bytes = record(0x17, 0);
+  bytes[3] = 0x48;  // 18432 bytes announced, over 2^14 + 256; none sent
+  const auto error = refusal_of(bytes);
+  EXPECT_EQ(error.code, errc::tls_io_error);
+  EXPECT_NE(error.detail.find("record_overflow"), std::string::npos) << error.detail;
+}
+
+TEST(RecordLayerRefusal, PlaintextHandshakeRecordAfterTheHandshake) {
+  const auto error = refusal_of(record(0x16, 40));
+  EXPECT_EQ(error.code, errc::tls_io_error);
+  EXPECT_NE(error.detail.find("record type 22"), std::string::npos) << error.detail;
+}
+
+TEST(RecordLayerRefusal, RecordTooShortToCarryATag) {
+  const auto error = refusal_of(record(0x17, 10));
+  EXPECT_EQ(error.code, errc::tls_io_error);
+  EXPECT_NE(error.detail.find("too short"), std::string::npos) << error.detail;
+}
+
+TEST(RecordLayerRefusal, PeerClosingMidRecordIsALostConnection) {
+  EstablishedPeer peer;
+  auto* channel = peer.channel();
+  ASSERT_NE(channel, nullptr);
+  const auto bytes = record(0x17, 200);
+  ASSERT_EQ(::send(peer.client.fd(), bytes.data(), 50, MSG_NOSIGNAL), 50);
+  ::shutdown(peer.client.fd(), SHUT_WR);
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  EXPECT_EQ(channel->receive_frame(h, payload, long_deadline()), errc::connection_closed);
+  EXPECT_NE(channel->failure().detail.find("without close_notify"), std::string::npos)
+      << channel->failure().detail;
+}
+
+}  // namespace
+}  // namespace sempi::test
