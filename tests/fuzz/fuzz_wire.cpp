@@ -1,6 +1,6 @@
-// Fuzz target for everything a peer or a rank can feed the parsers before any trust is
-// established: frame headers, HELLO payloads and bootstrap messages. The first input byte picks
-// the parser. Built as a libFuzzer target with clang (-DSEMPI_FUZZ=ON), and always as a
+// Fuzz target for everything a peer or a rank can feed the parsers: frame headers, HELLO
+// payloads and bootstrap messages before any trust is established, and TLS records after the
+// handshake (fuzz_records.cpp). The first input byte picks the parser. Built as a libFuzzer target with clang (-DSEMPI_FUZZ=ON), and always as a
 // deterministic replay/mutation test (fuzz_driver.cpp) so every build exercises it.
 
 #include <cstddef>
@@ -14,9 +14,11 @@
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 
+void fuzz_record_layer(std::span<const std::uint8_t> input);
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t selector = data[0] % 3;
+  const std::uint8_t selector = data[0] % 4;
   const std::span<const std::uint8_t> input(data + 1, size - 1);
   switch (selector) {
     case 0: {
@@ -60,6 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       ::close(fds[0]);
       break;
     }
+    case 3:
+      fuzz_record_layer(input);
+      break;
   }
   return 0;
 }
