@@ -8,6 +8,14 @@
 namespace sempi::mpi {
 namespace {
 
+// The two arrays of an indexed or struct type constructor (null only for count 0).
+template <class Displacement>
+void require_arrays(int count, const int blocklengths[], const Displacement displacements[]) {
+  if (count == 0) return;
+  require_input(blocklengths, "array_of_blocklengths");
+  require_input(displacements, "array_of_displacements");
+}
+
 void check_lengths(int count, const int blocklengths[]) {
   for (int i = 0; i < count; ++i) {
     if (blocklengths[i] < 0) {
@@ -60,9 +68,9 @@ extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_contiguous", [&] {
-    require_output(newtype, "newtype");
     check_count(count);
     const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(hvector(1, count, 0, *old));
   });
 }
@@ -70,10 +78,10 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_vector", [&] {
-    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old));
   });
 }
@@ -81,10 +89,10 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hvector", [&] {
-    require_output(newtype, "newtype");
     check_count(count);
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(hvector(count, blocklength, stride, *old));
   });
 }
@@ -92,15 +100,16 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
                      MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_indexed", [&] {
-    require_output(newtype, "newtype");
-    check_count(count);
-    check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
+    check_count(count);
+    require_arrays(count, blocklengths, displacements);
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
   });
 }
@@ -108,12 +117,13 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
                              MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed", [&] {
-    require_output(newtype, "newtype");
-    check_count(count);
-    check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
+    check_count(count);
+    require_arrays(count, blocklengths, displacements);
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
   });
 }
@@ -121,15 +131,16 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
                                   MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
+    if (count > 0) require_input(displacements, "array_of_displacements");
     std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
   });
 }
@@ -138,12 +149,13 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
+    if (count > 0) require_input(displacements, "array_of_displacements");
     const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     const std::vector<std::int64_t> displs(displacements, displacements + count);
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
   });
 }
@@ -151,13 +163,15 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
                            const MPI_Datatype types[], MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_struct", [&] {
-    require_output(newtype, "newtype");
     check_count(count);
-    check_lengths(count, blocklengths);
+    require_arrays(count, blocklengths, displacements);
+    if (count > 0) require_input(types, "array_of_types");
     std::vector<const TypeMap*> maps;
     for (int i = 0; i < count; ++i) maps.push_back(type_of(types[i], false).get());
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::structure(lengths, displs, maps));
   });
 }
@@ -166,8 +180,11 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              const int starts[], int order, MPI_Datatype oldtype,
                              MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_subarray", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     if (ndims <= 0) fail(MPI_ERR_ARG, "ndims must be positive");
+    require_input(sizes, "array_of_sizes");
+    require_input(subsizes, "array_of_subsizes");
+    require_input(starts, "array_of_starts");
     if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
       fail(MPI_ERR_ARG, "order must be MPI_ORDER_C or MPI_ORDER_FORTRAN");
     }
@@ -180,7 +197,7 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                               std::to_string(starts[i]) + " do not describe a subarray");
       }
     }
-    const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old));
   });
 }
@@ -188,16 +205,16 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_resized", [&] {
-    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(TypeMap::resized(*old, lb, extent));
   });
 }
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_dup", [&] {
-    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
+    require_output(newtype, "newtype");
     *newtype = new_type(old);
     (*newtype)->committed = oldtype->committed.load();
   });
@@ -229,17 +246,17 @@ int MPI_Type_free(MPI_Datatype* datatype) {
 
 int MPI_Type_size(MPI_Datatype datatype, int* size) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_size", [&] {
-    require_output(size, "size");
     const std::int64_t s = type_of(datatype, false)->size;
+    require_output(size, "size");
     *size = s > INT_MAX ? MPI_UNDEFINED : static_cast<int>(s);
   });
 }
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_extent", [&] {
+    const auto& t = type_of(datatype, false);
     require_output(lb, "lb");
     require_output(extent, "extent");
-    const auto& t = type_of(datatype, false);
     *lb = static_cast<MPI_Aint>(t->lb);
     *extent = static_cast<MPI_Aint>(t->extent());
   });
@@ -247,9 +264,9 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
 
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint* true_extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_true_extent", [&] {
+    const auto& t = type_of(datatype, false);
     require_output(true_lb, "true_lb");
     require_output(true_extent, "true_extent");
-    const auto& t = type_of(datatype, false);
     *true_lb = static_cast<MPI_Aint>(t->true_lb);
     *true_extent = static_cast<MPI_Aint>(t->true_ub - t->true_lb);
   });
@@ -257,9 +274,9 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint*
 
 int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_name", [&] {
+    type_of(datatype, false);
     require_output(type_name, "type_name");
     require_output(resultlen, "resultlen");
-    type_of(datatype, false);
     std::lock_guard lock(datatype->name_mu);
     std::string name = datatype->name;
     if (name.size() >= MPI_MAX_OBJECT_NAME) name.resize(MPI_MAX_OBJECT_NAME - 1);
@@ -283,11 +300,12 @@ int MPI_Type_set_name(MPI_Datatype datatype, const char* type_name) {
 int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
              int* position, MPI_Comm comm) {
   return guarded(comm, "MPI_Pack", [&] {
-    require_output(position, "position");
     comm_handle(comm);
-    check_count(incount);
     const auto& t = type_of(datatype);
+    check_count(incount);
+    require_output(position, "position");
     const std::int64_t need = incount * t->size;
+    if (need > 0 && outbuf == nullptr) fail(MPI_ERR_BUFFER, "null output buffer");
     if (*position < 0 || *position + need > outsize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Pack needs " + std::to_string(need) + " bytes at position " +
                                  std::to_string(*position) + " of a buffer of " +
@@ -302,11 +320,13 @@ int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf
 int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm) {
   return guarded(comm, "MPI_Unpack", [&] {
-    require_output(position, "position");
     comm_handle(comm);
-    check_count(outcount);
     const auto& t = type_of(datatype);
+    check_count(outcount);
+    require_output(position, "position");
     const std::int64_t need = outcount * t->size;
+    if (need > 0 && inbuf == nullptr) fail(MPI_ERR_BUFFER, "null input buffer");
+    if (missing_buffer(outbuf, outcount, *t)) fail(MPI_ERR_BUFFER, "null output buffer");
     if (*position < 0 || *position + need > insize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Unpack needs " + std::to_string(need) +
                                  " bytes at position " + std::to_string(*position) +
@@ -319,10 +339,11 @@ int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int o
 
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
   return guarded(comm, "MPI_Pack_size", [&] {
-    require_output(size, "size");
     comm_handle(comm);
+    const auto& t = type_of(datatype);
     check_count(incount);
-    const std::int64_t n = incount * type_of(datatype)->size;
+    require_output(size, "size");
+    const std::int64_t n = incount * t->size;
     if (n > INT_MAX) fail(MPI_ERR_COUNT, "the packed size exceeds INT_MAX");
     *size = static_cast<int>(n);
   });

@@ -391,9 +391,13 @@ void require_initialized(const char* function) {
   }
 }
 
-sempi_mpi_comm& comm_handle(MPI_Comm comm) {
+void require_comm_handle(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (comm->magic != kCommMagic) fail(MPI_ERR_COMM, "not a valid communicator handle");
+}
+
+sempi_mpi_comm& comm_handle(MPI_Comm comm) {
+  require_comm_handle(comm);
   if (comm->comm.is_null()) require_initialized("the call");
   return *comm;
 }
@@ -435,6 +439,10 @@ sempi_mpi_op& op_of(MPI_Op op) {
   return *op;
 }
 
+void require_info_key(const char* key) {
+  if (key == nullptr) fail(MPI_ERR_INFO_KEY, "the info key is a null pointer");
+}
+
 sempi_mpi_info& info_of(MPI_Info info) {
   if (info == MPI_INFO_NULL) fail(MPI_ERR_INFO, "the info object is MPI_INFO_NULL");
   if (info->magic != kInfoMagic) fail(MPI_ERR_INFO, "not a valid info handle");
@@ -445,10 +453,24 @@ void check_count(int count, const char* what) {
   if (count < 0) fail(MPI_ERR_COUNT, std::string("negative ") + what + " " + std::to_string(count));
 }
 
-void require_output(const void* argument_value, const char* argument) {
+namespace {
+
+// The one null-pointer check behind require_output and require_input.
+void require_non_null(const void* argument_value, const char* direction, const char* argument) {
   if (argument_value == nullptr) {
-    fail(MPI_ERR_ARG, std::string("the output argument '") + argument + "' is a null pointer");
+    fail(MPI_ERR_ARG,
+         std::string("the ") + direction + " argument '" + argument + "' is a null pointer");
   }
+}
+
+}  // namespace
+
+void require_output(const void* argument_value, const char* argument) {
+  require_non_null(argument_value, "output", argument);
+}
+
+void require_input(const void* argument_value, const char* argument) {
+  require_non_null(argument_value, "input", argument);
 }
 
 const TypeMap& basic_map(Basic b) {
@@ -778,6 +800,8 @@ int MPI_Info_create(MPI_Info* info) {
 int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_set", [&] {
     auto& h = info_of(info);
+    require_info_key(key);
+    if (value == nullptr) fail(MPI_ERR_INFO_VALUE, "the info value is a null pointer");
     const std::string k = key;
     const std::string v = value;
     if (k.empty() || k.size() > MPI_MAX_INFO_KEY) fail(MPI_ERR_INFO_KEY, "invalid info key");
@@ -789,9 +813,10 @@ int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
 
 int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get", [&] {
+    auto& h = info_of(info);
+    require_info_key(key);
     require_output(value, "value");
     require_output(flag, "flag");
-    auto& h = info_of(info);
     if (valuelen < 0) fail(MPI_ERR_ARG, "negative valuelen");
     std::lock_guard lock(h.mu);
     const auto it = h.entries.find(key);
@@ -807,6 +832,7 @@ int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int*
 int MPI_Info_delete(MPI_Info info, const char* key) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_delete", [&] {
     auto& h = info_of(info);
+    require_info_key(key);
     std::lock_guard lock(h.mu);
     if (h.entries.erase(key) == 0) fail(MPI_ERR_INFO_NOKEY, std::string("no info key ") + key);
   });
@@ -814,8 +840,8 @@ int MPI_Info_delete(MPI_Info info, const char* key) {
 
 int MPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_nkeys", [&] {
-    require_output(nkeys, "nkeys");
     auto& h = info_of(info);
+    require_output(nkeys, "nkeys");
     std::lock_guard lock(h.mu);
     *nkeys = static_cast<int>(h.entries.size());
   });
