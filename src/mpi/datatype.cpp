@@ -2,7 +2,11 @@
 
 #include <climits>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <vector>
 
+#include "mpi/datatype_envelope.hpp"
 #include "mpi/mpi_impl.hpp"
 
 namespace sempi::mpi {
@@ -24,10 +28,27 @@ void check_lengths(int count, const int blocklengths[]) {
   }
 }
 
-MPI_Datatype new_type(std::shared_ptr<const TypeMap> map) {
-  auto* t = new sempi_mpi_datatype;
+// The envelope of a constructor call: its integer and address arguments, in the standard's
+// order, and its argument types (kept alive while the new type is).
+Envelope envelope(int combiner, std::vector<int> integers, std::vector<MPI_Aint> addresses,
+                  std::initializer_list<MPI_Datatype> types) {
+  Envelope e{combiner, std::move(integers), std::move(addresses), {}};
+  for (MPI_Datatype t : types) e.types.push_back(retain_type(t));
+  return e;
+}
+
+// `count` entries of `values` (null only for zero) appended to `out`.
+template <class T>
+void append(std::vector<T>& out, const T values[], int count) {
+  if (count > 0) out.insert(out.end(), values, values + count);
+}
+
+// A new handle for `map`, made by the constructor call `made_by` describes.
+MPI_Datatype new_type(std::shared_ptr<const TypeMap> map, Envelope made_by) {
+  auto t = std::make_unique<sempi_mpi_datatype>();
   t->map = std::move(map);
-  return t;
+  record_envelope(t.get(), std::make_shared<const Envelope>(std::move(made_by)));
+  return t.release();
 }
 
 std::shared_ptr<const TypeMap> hvector(int count, int blocklength, std::int64_t stride,
@@ -71,7 +92,8 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) 
     check_count(count);
     const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(1, count, 0, *old));
+    *newtype = new_type(hvector(1, count, 0, *old),
+                        envelope(MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}));
   });
 }
 
@@ -82,7 +104,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old));
+    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old),
+                        envelope(MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype}));
   });
 }
 
@@ -93,7 +116,8 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
     check_lengths(1, &blocklength);
     const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(count, blocklength, stride, *old));
+    *newtype = new_type(hvector(count, blocklength, stride, *old),
+                        envelope(MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype}));
   });
 }
 
@@ -109,8 +133,12 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
+    std::vector<int> integers{count};
+    append(integers, blocklengths, count);
+    append(integers, displacements, count);
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_INDEXED, std::move(integers), {}, {oldtype}));
   });
 }
 
@@ -123,8 +151,14 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint
     check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
+    std::vector<int> integers{count};
+    append(integers, blocklengths, count);
+    std::vector<MPI_Aint> addresses;
+    append(addresses, displacements, count);
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_HINDEXED, std::move(integers),
+                                 std::move(addresses), {oldtype}));
   });
 }
 
@@ -140,8 +174,11 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
+    std::vector<int> integers{count, blocklength};
+    append(integers, displacements, count);
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_INDEXED_BLOCK, std::move(integers), {}, {oldtype}));
   });
 }
 
@@ -155,8 +192,12 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
     if (count > 0) require_input(displacements, "array_of_displacements");
     const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     const std::vector<std::int64_t> displs(displacements, displacements + count);
+    std::vector<MPI_Aint> addresses;
+    append(addresses, displacements, count);
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_HINDEXED_BLOCK, {count, blocklength},
+                                 std::move(addresses), {oldtype}));
   });
 }
 
@@ -171,8 +212,12 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
     check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
+    Envelope made_by = envelope(MPI_COMBINER_STRUCT, {count}, {}, {});
+    append(made_by.integers, blocklengths, count);
+    append(made_by.addresses, displacements, count);
+    for (int i = 0; i < count; ++i) made_by.types.push_back(retain_type(types[i]));
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::structure(lengths, displs, maps));
+    *newtype = new_type(TypeMap::structure(lengths, displs, maps), std::move(made_by));
   });
 }
 
@@ -197,8 +242,14 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                               std::to_string(starts[i]) + " do not describe a subarray");
       }
     }
+    std::vector<int> integers{ndims};
+    append(integers, sizes, ndims);
+    append(integers, subsizes, ndims);
+    append(integers, starts, ndims);
+    integers.push_back(order);
     require_output(newtype, "newtype");
-    *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old));
+    *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old),
+                        envelope(MPI_COMBINER_SUBARRAY, std::move(integers), {}, {oldtype}));
   });
 }
 
@@ -207,7 +258,8 @@ int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_resized", [&] {
     const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
-    *newtype = new_type(TypeMap::resized(*old, lb, extent));
+    *newtype = new_type(TypeMap::resized(*old, lb, extent),
+                        envelope(MPI_COMBINER_RESIZED, {}, {lb, extent}, {oldtype}));
   });
 }
 
@@ -215,7 +267,7 @@ int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_dup", [&] {
     const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
-    *newtype = new_type(old);
+    *newtype = new_type(old, envelope(MPI_COMBINER_DUP, {}, {}, {oldtype}));
     (*newtype)->committed = oldtype->committed.load();
   });
 }

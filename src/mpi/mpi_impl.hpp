@@ -140,8 +140,10 @@ class MpiError : public std::exception {
 [[noreturn]] void fail(int code, const std::string& message);
 /// The MPI error class of a sempi error class.
 int to_mpi_class(ErrorClass cls) noexcept;
-/// "MPI_ERR_RANK" etc.
+/// "MPI_ERR_RANK" etc. ("MPI_ERR_UNKNOWN" for a code that is no class; error_classes.cpp).
 const char* mpi_class_name(int code) noexcept;
+/// What the class means ("invalid rank"), or null for a code that is no class.
+const char* mpi_class_description(int code) noexcept;
 
 /// The MPI error code (and message) of the exception in flight; call inside a catch block.
 int current_error_code(std::string* message) noexcept;
