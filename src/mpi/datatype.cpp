@@ -89,8 +89,8 @@ extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_contiguous", [&] {
-    check_count(count);
     const auto& old = type_of(oldtype, false);
+    check_count(count);
     require_output(newtype, "newtype");
     *newtype = new_type(hvector(1, count, 0, *old),
                         envelope(MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}));
@@ -100,9 +100,9 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_vector", [&] {
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
     *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old),
                         envelope(MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype}));
@@ -112,9 +112,9 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hvector", [&] {
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
     require_output(newtype, "newtype");
     *newtype = new_type(hvector(count, blocklength, stride, *old),
                         envelope(MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype}));
