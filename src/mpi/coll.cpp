@@ -951,6 +951,9 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
     check_count(count);
     if (inbuf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here");
     const Reduction red(datatype, op);
+    const auto& type = *type_of(datatype);
+    if (missing_buffer(inbuf, count, type)) fail(MPI_ERR_BUFFER, "null input buffer");
+    if (missing_buffer(inoutbuf, count, type)) fail(MPI_ERR_BUFFER, "null inout buffer");
     Staging in;
     Staging out;
     const void* a = red.input(inbuf, count, in);

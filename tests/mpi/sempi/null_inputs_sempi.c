@@ -1,8 +1,9 @@
 /* sempi-specific half of tests/mpi/null_inputs.c: null input arguments for which Open MPI 4.1
  * crashes (MPI_Get_count, MPI_Group_range_incl / _excl, MPI_Cart_sub, MPI_Allgatherv) or
  * answers another class (MPI_ERR_GROUP for MPI_Group_translate_ranks, MPI_ERR_COUNT for a null
- * array of counts). sempi, like MPICH, reports each as MPI_ERR_ARG; a null pack buffer is
- * MPI_ERR_BUFFER, as for every other buffer. Run with null_inputs_sempi.json (allow all). */
+ * array of counts). sempi, like MPICH, reports each as MPI_ERR_ARG; a null pack buffer or
+ * MPI_Reduce_local buffer (Open MPI crashes) is MPI_ERR_BUFFER, as for every other buffer.
+ * Run with null_inputs_sempi.json (allow all). */
 #include "../mpitest.h"
 
 static void status_and_groups(void) {
@@ -70,6 +71,17 @@ static void packing(void) {
   CHECK(position == 0);
 }
 
+static void local_reduction(void) {
+  int in[2] = {1, 2};
+  int inout[2] = {10, 20};
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Reduce_local(NULL, inout, 2, MPI_INT, MPI_SUM));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Reduce_local(in, NULL, 2, MPI_INT, MPI_SUM));
+  CHECK(inout[0] == 10 && inout[1] == 20);
+  CHECK_MPI(MPI_Reduce_local(NULL, NULL, 0, MPI_INT, MPI_SUM));
+  CHECK_MPI(MPI_Reduce_local(in, inout, 2, MPI_INT, MPI_SUM));
+  CHECK(inout[0] == 11 && inout[1] == 22);
+}
+
 int main(int argc, char** argv) {
   int rank;
   int size;
@@ -81,6 +93,7 @@ int main(int argc, char** argv) {
   cartesian_sub_grid(size);
   vector_collectives(rank);
   packing();
+  local_reduction();
 
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   CHECK_MPI(MPI_Finalize());
