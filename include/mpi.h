@@ -225,6 +225,8 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_UNDEFINED (-32766)
 
 #define MPI_BOTTOM SEMPI_MPI_NULL(void*)
+/* The array_of_errcodes argument of the spawn calls, when the codes are not wanted. */
+#define MPI_ERRCODES_IGNORE SEMPI_MPI_NULL(int*)
 #define MPI_IN_PLACE SEMPI_MPI_ADDRESS(void*, 1)
 
 #define MPI_MAX_PROCESSOR_NAME 256
@@ -254,6 +256,30 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_GRAPH 1
 #define MPI_CART 2
 #define MPI_DIST_GRAPH 3
+
+/* How a datatype was made (MPI_Type_get_envelope, MPI 3.1 section 4.1.13). sempi's
+ * constructors give NAMED (predefined), DUP, CONTIGUOUS, VECTOR, HVECTOR, INDEXED, HINDEXED,
+ * INDEXED_BLOCK, HINDEXED_BLOCK, STRUCT, SUBARRAY and RESIZED; the others are defined so that
+ * programs handling every combiner compile. */
+#define MPI_COMBINER_NAMED 1
+#define MPI_COMBINER_DUP 2
+#define MPI_COMBINER_CONTIGUOUS 3
+#define MPI_COMBINER_VECTOR 4
+#define MPI_COMBINER_HVECTOR_INTEGER 5
+#define MPI_COMBINER_HVECTOR 6
+#define MPI_COMBINER_INDEXED 7
+#define MPI_COMBINER_HINDEXED_INTEGER 8
+#define MPI_COMBINER_HINDEXED 9
+#define MPI_COMBINER_INDEXED_BLOCK 10
+#define MPI_COMBINER_HINDEXED_BLOCK 11
+#define MPI_COMBINER_STRUCT_INTEGER 12
+#define MPI_COMBINER_STRUCT 13
+#define MPI_COMBINER_SUBARRAY 14
+#define MPI_COMBINER_DARRAY 15
+#define MPI_COMBINER_F90_REAL 16
+#define MPI_COMBINER_F90_COMPLEX 17
+#define MPI_COMBINER_F90_INTEGER 18
+#define MPI_COMBINER_RESIZED 19
 
 /* Array orders for MPI_Type_create_subarray. */
 #define MPI_ORDER_C 56
@@ -297,12 +323,46 @@ SEMPI_MPI_DECLARE_OP(maxloc)
 #define MPI_ERR_NO_MEM 24
 #define MPI_ERR_KEYVAL 25
 #define MPI_ERR_IO 26
+/* The remaining MPI 3.1 classes (section 8.4). sempi has no one-sided, file or dynamic-process
+ * calls, so it raises none of these itself; programs and libraries may still name them, and
+ * MPI_Error_class / MPI_Error_string know them. */
+#define MPI_ERR_BASE 27
+#define MPI_ERR_SIZE 28
+#define MPI_ERR_DISP 29
+#define MPI_ERR_WIN 30
+#define MPI_ERR_LOCKTYPE 31
+#define MPI_ERR_ASSERT 32
+#define MPI_ERR_RMA_CONFLICT 33
+#define MPI_ERR_RMA_SYNC 34
+#define MPI_ERR_RMA_RANGE 35
+#define MPI_ERR_RMA_ATTACH 36
+#define MPI_ERR_RMA_SHARED 37
+#define MPI_ERR_RMA_FLAVOR 38
+#define MPI_ERR_SPAWN 39
 /* sempi's own classes: the fabric's security and failure conditions. */
 #define SEMPI_ERR_POLICY 40    /* the job's policy denies the operation */
 #define SEMPI_ERR_SECURITY 41  /* identity, certificate or TLS failure */
 #define SEMPI_ERR_TIMEOUT 42   /* a deadline passed */
 #define SEMPI_ERR_PEER_FAILED 43 /* the peer rank died or the job was aborted */
 #define SEMPI_ERR_CONFIG 44    /* bad configuration */
+#define MPI_ERR_PORT 45
+#define MPI_ERR_SERVICE 46
+#define MPI_ERR_NAME 47
+#define MPI_ERR_FILE 48
+#define MPI_ERR_NOT_SAME 49
+#define MPI_ERR_AMODE 50
+#define MPI_ERR_UNSUPPORTED_DATAREP 51
+#define MPI_ERR_UNSUPPORTED_OPERATION 52
+#define MPI_ERR_NO_SUCH_FILE 53
+#define MPI_ERR_FILE_EXISTS 54
+#define MPI_ERR_BAD_FILE 55
+#define MPI_ERR_ACCESS 56
+#define MPI_ERR_NO_SPACE 57
+#define MPI_ERR_QUOTA 58
+#define MPI_ERR_READ_ONLY 59
+#define MPI_ERR_FILE_IN_USE 60
+#define MPI_ERR_DUP_DATAREP 61
+#define MPI_ERR_CONVERSION 62
 #define MPI_ERR_LASTCODE 63
 
 /* ---- callbacks ---------------------------------------------------------------------------- */
@@ -620,6 +680,17 @@ int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
                                MPI_Count *true_extent);
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 /* ---- end of Cartesian sub-grids, all-to-all with per-block types, large-count queries ------ */
+
+/* ---- datatype decoding (MPI 3.1 section 4.1.13) -------------------------------------------
+ * MPI_Type_get_contents returns the arguments the type was made with; derived types among
+ * them come back as new handles, which the caller frees. It is MPI_ERR_TYPE for a predefined
+ * (MPI_COMBINER_NAMED) type and MPI_ERR_ARG if a max_* is smaller than the envelope says. */
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
+/* ---- end of datatype decoding ------------------------------------------------------------- */
 
 /* ---- C/Fortran handle conversion, info enumeration, status setters ------------------------
  * MPI_*_c2f gives a handle a number (MPI_Fint) on first conversion, 0 for the null handle;

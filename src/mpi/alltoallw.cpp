@@ -23,6 +23,9 @@ struct PackedLayout {
 
 PackedLayout layout_of(int n, const void* buf, const int counts[], const int displs[],
                        const MPI_Datatype types[]) {
+  require_input(counts, "array of counts");
+  require_input(displs, "array of displacements");
+  require_input(types, "array of datatypes");
   PackedLayout l;
   for (int i = 0; i < n; ++i) {
     check_count(counts[i]);

@@ -11,10 +11,11 @@ extern "C" {
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Cart_sub", [&] {
-    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     if (!h.cart) fail(MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology");
     const CartTopology& t = *h.cart;
+    if (!t.dims.empty()) require_input(remain_dims, "remain_dims");
+    require_output(newcomm, "newcomm");
     // Ranks are laid out row-major over the grid (as MPI_Cart_create does): walk this rank's
     // coordinates from the last dimension, numbering the dropped dimensions (which sub-grid:
     // the split colour) and the kept ones (the rank within it: the key) separately.

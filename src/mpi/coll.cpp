@@ -98,6 +98,8 @@ struct Blocks {
 // Blocks as the collective sees them: user displacements when the type is contiguous (relative
 // to the first data byte), else consecutive in a staging area.
 Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t) {
+  require_input(counts, "array of counts");
+  require_input(displs, "array of displacements");
   Blocks b;
   for (int r = 0; r < n; ++r) {
     check_count(counts[r]);
@@ -686,6 +688,7 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
     check_request(form);
     const auto& c = comm_of(comm);
     auto red = std::make_shared<const Reduction>(datatype, op);
+    require_input(recvcounts, "recvcounts");
     std::vector<int> counts;
     std::int64_t total = 0;
     for (int r = 0; r < c.size(); ++r) {
@@ -948,6 +951,9 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
     check_count(count);
     if (inbuf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here");
     const Reduction red(datatype, op);
+    const auto& type = *type_of(datatype);
+    if (missing_buffer(inbuf, count, type)) fail(MPI_ERR_BUFFER, "null input buffer");
+    if (missing_buffer(inoutbuf, count, type)) fail(MPI_ERR_BUFFER, "null inout buffer");
     Staging in;
     Staging out;
     const void* a = red.input(inbuf, count, in);
@@ -1032,8 +1038,9 @@ int MPI_Op_free(MPI_Op* op) {
 
 int MPI_Op_commutative(MPI_Op op, int* commute) {
   return guarded(MPI_COMM_WORLD, "MPI_Op_commutative", [&] {
+    const bool commutes = op_of(op).commute;
     require_output(commute, "commute");
-    *commute = op_of(op).commute ? 1 : 0;
+    *commute = commutes ? 1 : 0;
   });
 }
 

@@ -213,9 +213,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_create", [&] {
-    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     const auto& g = group_of(group);
+    require_output(newcomm, "newcomm");
     const auto members = members_of(h.comm);
     for (const int w : g.world_ranks) {
       if (std::find(members.begin(), members.end(), w) == members.end()) {
@@ -244,9 +244,9 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
 
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_create_group", [&] {
-    require_output(newcomm, "newcomm");
     auto& h = comm_handle(comm);
     const auto& g = group_of(group);
+    require_output(newcomm, "newcomm");
     if (tag < 0 || tag > sempi::TAG_UB) fail(MPI_ERR_TAG, "invalid tag " + std::to_string(tag));
     const auto members = members_of(h.comm);
     std::vector<int> parent_ranks;
@@ -277,9 +277,9 @@ int MPI_Comm_free(MPI_Comm* comm) {
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
   return guarded(comm1, "MPI_Comm_compare", [&] {
-    require_output(result, "result");
     const auto& a = comm_of(comm1);
     const auto& b = comm_of(comm2);
+    require_output(result, "result");
     if (a == b) {
       *result = MPI_IDENT;
       return;
@@ -345,15 +345,16 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group* group) {
 
 int MPI_Group_size(MPI_Group group, int* size) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_size", [&] {
+    const auto& g = group_of(group);
     require_output(size, "size");
-    *size = group_size(group_of(group));
+    *size = group_size(g);
   });
 }
 
 int MPI_Group_rank(MPI_Group group, int* rank) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_rank", [&] {
-    require_output(rank, "rank");
     const auto& g = group_of(group);
+    require_output(rank, "rank");
     const auto it = std::find(g.world_ranks.begin(), g.world_ranks.end(), my_world_rank());
     *rank = it == g.world_ranks.end() ? MPI_UNDEFINED
                                       : static_cast<int>(it - g.world_ranks.begin());
@@ -362,9 +363,10 @@ int MPI_Group_rank(MPI_Group group, int* rank) {
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_incl", [&] {
-    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranks");
+    if (n > 0) require_input(ranks, "ranks");
+    require_output(newgroup, "newgroup");
     const std::vector<int> chosen(ranks, ranks + n);
     check_distinct(g, chosen);
     std::vector<int> world;
@@ -375,9 +377,10 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_excl", [&] {
-    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranks");
+    if (n > 0) require_input(ranks, "ranks");
+    require_output(newgroup, "newgroup");
     const std::vector<int> excluded(ranks, ranks + n);
     check_distinct(g, excluded);
     std::vector<int> world;
@@ -392,9 +395,10 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
 
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_incl", [&] {
-    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
+    if (n > 0) require_input(ranges, "ranges");
+    require_output(newgroup, "newgroup");
     std::vector<int> world;
     for (const int r : expand_ranges(g, n, ranges)) {
       world.push_back(g.world_ranks[static_cast<std::size_t>(r)]);
@@ -405,9 +409,10 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
 
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_range_excl", [&] {
-    require_output(newgroup, "newgroup");
     const auto& g = group_of(group);
     check_count(n, "number of ranges");
+    if (n > 0) require_input(ranges, "ranges");
+    require_output(newgroup, "newgroup");
     std::vector<bool> excluded(g.world_ranks.size(), false);
     for (const int r : expand_ranges(g, n, ranges)) {
       excluded[static_cast<std::size_t>(r)] = true;
@@ -424,9 +429,9 @@ int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
 // group2's for the members group1 lacks.
 int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_union", [&] {
-    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
+    require_output(newgroup, "newgroup");
     std::vector<int> world = a;
     for (const int w : b) {
       if (std::find(a.begin(), a.end(), w) == a.end()) world.push_back(w);
@@ -437,9 +442,9 @@ int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
 
 int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_intersection", [&] {
-    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
+    require_output(newgroup, "newgroup");
     std::vector<int> world;
     for (const int w : a) {
       if (std::find(b.begin(), b.end(), w) != b.end()) world.push_back(w);
@@ -450,9 +455,9 @@ int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group* newgro
 
 int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_difference", [&] {
-    require_output(newgroup, "newgroup");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
+    require_output(newgroup, "newgroup");
     std::vector<int> world;
     for (const int w : a) {
       if (std::find(b.begin(), b.end(), w) == b.end()) world.push_back(w);
@@ -464,10 +469,11 @@ int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
                               int ranks2[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_translate_ranks", [&] {
-    if (n > 0) require_output(ranks2, "ranks2");
     const auto& a = group_of(group1);
     const auto& b = group_of(group2);
     check_count(n, "number of ranks");
+    if (n > 0) require_input(ranks1, "ranks1");
+    if (n > 0) require_output(ranks2, "ranks2");
     for (int i = 0; i < n; ++i) {
       if (ranks1[i] == MPI_PROC_NULL) {
         ranks2[i] = MPI_PROC_NULL;
@@ -484,9 +490,9 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_G
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int* result) {
   return guarded(MPI_COMM_WORLD, "MPI_Group_compare", [&] {
-    require_output(result, "result");
     const auto& a = group_of(group1).world_ranks;
     const auto& b = group_of(group2).world_ranks;
+    require_output(result, "result");
     if (a == b) {
       *result = MPI_IDENT;
     } else if (std::set<int>(a.begin(), a.end()) == std::set<int>(b.begin(), b.end())) {
@@ -560,9 +566,11 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
                     int reorder, MPI_Comm* comm_cart) {
   (void)reorder;  // ranks keep their order: all ranks share one host
   return guarded(comm_old, "MPI_Cart_create", [&] {
-    require_output(comm_cart, "comm_cart");
     auto& h = comm_handle(comm_old);
     if (ndims < 0) fail(MPI_ERR_DIMS, "negative ndims");
+    if (ndims > 0) require_input(dims, "dims");
+    if (ndims > 0) require_input(periods, "periods");
+    require_output(comm_cart, "comm_cart");
     auto topo = std::make_shared<CartTopology>();
     long long cells = 1;
     for (int i = 0; i < ndims; ++i) {
@@ -585,25 +593,27 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
 
 int MPI_Cartdim_get(MPI_Comm comm, int* ndims) {
   return guarded(comm, "MPI_Cartdim_get", [&] {
+    const auto& t = cart_of(comm_handle(comm));
     require_output(ndims, "ndims");
-    *ndims = static_cast<int>(cart_of(comm_handle(comm)).dims.size());
+    *ndims = static_cast<int>(t.dims.size());
   });
 }
 
 int MPI_Topo_test(MPI_Comm comm, int* status) {
   return guarded(comm, "MPI_Topo_test", [&] {
+    const bool cartesian = comm_handle(comm).cart != nullptr;
     require_output(status, "status");
-    *status = comm_handle(comm).cart ? MPI_CART : MPI_UNDEFINED;
+    *status = cartesian ? MPI_CART : MPI_UNDEFINED;
   });
 }
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
   return guarded(comm, "MPI_Cart_get", [&] {
+    auto& h = comm_handle(comm);
+    const auto& t = cart_of(h);
     if (maxdims > 0) require_output(dims, "dims");
     if (maxdims > 0) require_output(periods, "periods");
     if (maxdims > 0) require_output(coords, "coords");
-    auto& h = comm_handle(comm);
-    const auto& t = cart_of(h);
     const auto mine = coords_of(t, h.comm.rank());
     const int n = std::min(maxdims, static_cast<int>(t.dims.size()));
     for (int i = 0; i < n; ++i) {
@@ -617,9 +627,9 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   return guarded(comm, "MPI_Cart_coords", [&] {
-    if (maxdims > 0) require_output(coords, "coords");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
+    if (maxdims > 0) require_output(coords, "coords");
     if (rank < 0 || rank >= h.comm.size()) {
       fail(MPI_ERR_RANK, "rank " + std::to_string(rank) + " is out of range");
     }
@@ -631,8 +641,9 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   return guarded(comm, "MPI_Cart_rank", [&] {
-    require_output(rank, "rank");
     const auto& t = cart_of(comm_handle(comm));
+    if (!t.dims.empty()) require_input(coords, "coords");
+    require_output(rank, "rank");
     const std::vector<int> c(coords, coords + t.dims.size());
     *rank = rank_of(t, c);
     if (*rank < 0) fail(MPI_ERR_RANK, "coordinates outside a non-periodic dimension");
@@ -641,10 +652,10 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
   return guarded(comm, "MPI_Cart_shift", [&] {
-    require_output(rank_source, "rank_source");
-    require_output(rank_dest, "rank_dest");
     auto& h = comm_handle(comm);
     const auto& t = cart_of(h);
+    require_output(rank_source, "rank_source");
+    require_output(rank_dest, "rank_dest");
     if (direction < 0 || direction >= static_cast<int>(t.dims.size())) {
       fail(MPI_ERR_ARG, "direction " + std::to_string(direction) + " is out of range");
     }

@@ -2,11 +2,23 @@
 
 #include <climits>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <vector>
 
+#include "mpi/datatype_envelope.hpp"
 #include "mpi/mpi_impl.hpp"
 
 namespace sempi::mpi {
 namespace {
+
+// The two arrays of an indexed or struct type constructor (null only for count 0).
+template <class Displacement>
+void require_arrays(int count, const int blocklengths[], const Displacement displacements[]) {
+  if (count == 0) return;
+  require_input(blocklengths, "array_of_blocklengths");
+  require_input(displacements, "array_of_displacements");
+}
 
 void check_lengths(int count, const int blocklengths[]) {
   for (int i = 0; i < count; ++i) {
@@ -16,10 +28,27 @@ void check_lengths(int count, const int blocklengths[]) {
   }
 }
 
-MPI_Datatype new_type(std::shared_ptr<const TypeMap> map) {
-  auto* t = new sempi_mpi_datatype;
+// The envelope of a constructor call: its integer and address arguments, in the standard's
+// order, and its argument types (kept alive while the new type is).
+Envelope envelope(int combiner, std::vector<int> integers, std::vector<MPI_Aint> addresses,
+                  std::initializer_list<MPI_Datatype> types) {
+  Envelope e{combiner, std::move(integers), std::move(addresses), {}};
+  for (MPI_Datatype t : types) e.types.push_back(retain_type(t));
+  return e;
+}
+
+// `count` entries of `values` (null only for zero) appended to `out`.
+template <class T>
+void append(std::vector<T>& out, const T values[], int count) {
+  if (count > 0) out.insert(out.end(), values, values + count);
+}
+
+// A new handle for `map`, made by the constructor call `made_by` describes.
+MPI_Datatype new_type(std::shared_ptr<const TypeMap> map, Envelope made_by) {
+  auto t = std::make_unique<sempi_mpi_datatype>();
   t->map = std::move(map);
-  return t;
+  record_envelope(t.get(), std::make_shared<const Envelope>(std::move(made_by)));
+  return t.release();
 }
 
 std::shared_ptr<const TypeMap> hvector(int count, int blocklength, std::int64_t stride,
@@ -60,77 +89,96 @@ extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_contiguous", [&] {
-    require_output(newtype, "newtype");
-    check_count(count);
     const auto& old = type_of(oldtype, false);
-    *newtype = new_type(hvector(1, count, 0, *old));
+    check_count(count);
+    require_output(newtype, "newtype");
+    *newtype = new_type(hvector(1, count, 0, *old),
+                        envelope(MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}));
   });
 }
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_vector", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
-    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old));
+    require_output(newtype, "newtype");
+    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old),
+                        envelope(MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype}));
   });
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hvector", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
-    *newtype = new_type(hvector(count, blocklength, stride, *old));
+    require_output(newtype, "newtype");
+    *newtype = new_type(hvector(count, blocklength, stride, *old),
+                        envelope(MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype}));
   });
 }
 
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
                      MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_indexed", [&] {
-    require_output(newtype, "newtype");
-    check_count(count);
-    check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
+    check_count(count);
+    require_arrays(count, blocklengths, displacements);
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    std::vector<int> integers{count};
+    append(integers, blocklengths, count);
+    append(integers, displacements, count);
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_INDEXED, std::move(integers), {}, {oldtype}));
   });
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
                              MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed", [&] {
-    require_output(newtype, "newtype");
-    check_count(count);
-    check_lengths(count, blocklengths);
     const auto& old = type_of(oldtype, false);
+    check_count(count);
+    require_arrays(count, blocklengths, displacements);
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    std::vector<int> integers{count};
+    append(integers, blocklengths, count);
+    std::vector<MPI_Aint> addresses;
+    append(addresses, displacements, count);
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_HINDEXED, std::move(integers),
+                                 std::move(addresses), {oldtype}));
   });
 }
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
                                   MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
+    if (count > 0) require_input(displacements, "array_of_displacements");
     std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
       displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
     }
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    std::vector<int> integers{count, blocklength};
+    append(integers, displacements, count);
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_INDEXED_BLOCK, std::move(integers), {}, {oldtype}));
   });
 }
 
@@ -138,27 +186,38 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     check_count(count);
     check_lengths(1, &blocklength);
-    const auto& old = type_of(oldtype, false);
+    if (count > 0) require_input(displacements, "array_of_displacements");
     const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     const std::vector<std::int64_t> displs(displacements, displacements + count);
-    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old));
+    std::vector<MPI_Aint> addresses;
+    append(addresses, displacements, count);
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::hindexed(lengths, displs, *old),
+                        envelope(MPI_COMBINER_HINDEXED_BLOCK, {count, blocklength},
+                                 std::move(addresses), {oldtype}));
   });
 }
 
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
                            const MPI_Datatype types[], MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_struct", [&] {
-    require_output(newtype, "newtype");
     check_count(count);
-    check_lengths(count, blocklengths);
+    require_arrays(count, blocklengths, displacements);
+    if (count > 0) require_input(types, "array_of_types");
     std::vector<const TypeMap*> maps;
     for (int i = 0; i < count; ++i) maps.push_back(type_of(types[i], false).get());
+    check_lengths(count, blocklengths);
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(displacements, displacements + count);
-    *newtype = new_type(TypeMap::structure(lengths, displs, maps));
+    Envelope made_by = envelope(MPI_COMBINER_STRUCT, {count}, {}, {});
+    append(made_by.integers, blocklengths, count);
+    append(made_by.addresses, displacements, count);
+    for (int i = 0; i < count; ++i) made_by.types.push_back(retain_type(types[i]));
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::structure(lengths, displs, maps), std::move(made_by));
   });
 }
 
@@ -166,8 +225,11 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              const int starts[], int order, MPI_Datatype oldtype,
                              MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_subarray", [&] {
-    require_output(newtype, "newtype");
+    const auto& old = type_of(oldtype, false);
     if (ndims <= 0) fail(MPI_ERR_ARG, "ndims must be positive");
+    require_input(sizes, "array_of_sizes");
+    require_input(subsizes, "array_of_subsizes");
+    require_input(starts, "array_of_starts");
     if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
       fail(MPI_ERR_ARG, "order must be MPI_ORDER_C or MPI_ORDER_FORTRAN");
     }
@@ -180,25 +242,32 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                               std::to_string(starts[i]) + " do not describe a subarray");
       }
     }
-    const auto& old = type_of(oldtype, false);
-    *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old));
+    std::vector<int> integers{ndims};
+    append(integers, sizes, ndims);
+    append(integers, subsizes, ndims);
+    append(integers, starts, ndims);
+    integers.push_back(order);
+    require_output(newtype, "newtype");
+    *newtype = new_type(subarray(ndims, sizes, subsizes, starts, order, *old),
+                        envelope(MPI_COMBINER_SUBARRAY, std::move(integers), {}, {oldtype}));
   });
 }
 
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_resized", [&] {
-    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
-    *newtype = new_type(TypeMap::resized(*old, lb, extent));
+    require_output(newtype, "newtype");
+    *newtype = new_type(TypeMap::resized(*old, lb, extent),
+                        envelope(MPI_COMBINER_RESIZED, {}, {lb, extent}, {oldtype}));
   });
 }
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_dup", [&] {
-    require_output(newtype, "newtype");
     const auto& old = type_of(oldtype, false);
-    *newtype = new_type(old);
+    require_output(newtype, "newtype");
+    *newtype = new_type(old, envelope(MPI_COMBINER_DUP, {}, {}, {oldtype}));
     (*newtype)->committed = oldtype->committed.load();
   });
 }
@@ -229,17 +298,17 @@ int MPI_Type_free(MPI_Datatype* datatype) {
 
 int MPI_Type_size(MPI_Datatype datatype, int* size) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_size", [&] {
-    require_output(size, "size");
     const std::int64_t s = type_of(datatype, false)->size;
+    require_output(size, "size");
     *size = s > INT_MAX ? MPI_UNDEFINED : static_cast<int>(s);
   });
 }
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_extent", [&] {
+    const auto& t = type_of(datatype, false);
     require_output(lb, "lb");
     require_output(extent, "extent");
-    const auto& t = type_of(datatype, false);
     *lb = static_cast<MPI_Aint>(t->lb);
     *extent = static_cast<MPI_Aint>(t->extent());
   });
@@ -247,9 +316,9 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint* lb, MPI_Aint* extent) {
 
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint* true_extent) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_true_extent", [&] {
+    const auto& t = type_of(datatype, false);
     require_output(true_lb, "true_lb");
     require_output(true_extent, "true_extent");
-    const auto& t = type_of(datatype, false);
     *true_lb = static_cast<MPI_Aint>(t->true_lb);
     *true_extent = static_cast<MPI_Aint>(t->true_ub - t->true_lb);
   });
@@ -257,9 +326,9 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint* true_lb, MPI_Aint*
 
 int MPI_Type_get_name(MPI_Datatype datatype, char* type_name, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_get_name", [&] {
+    type_of(datatype, false);
     require_output(type_name, "type_name");
     require_output(resultlen, "resultlen");
-    type_of(datatype, false);
     std::lock_guard lock(datatype->name_mu);
     std::string name = datatype->name;
     if (name.size() >= MPI_MAX_OBJECT_NAME) name.resize(MPI_MAX_OBJECT_NAME - 1);
@@ -283,11 +352,12 @@ int MPI_Type_set_name(MPI_Datatype datatype, const char* type_name) {
 int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf, int outsize,
              int* position, MPI_Comm comm) {
   return guarded(comm, "MPI_Pack", [&] {
-    require_output(position, "position");
     comm_handle(comm);
-    check_count(incount);
     const auto& t = type_of(datatype);
+    check_count(incount);
+    require_output(position, "position");
     const std::int64_t need = incount * t->size;
+    if (need > 0 && outbuf == nullptr) fail(MPI_ERR_BUFFER, "null output buffer");
     if (*position < 0 || *position + need > outsize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Pack needs " + std::to_string(need) + " bytes at position " +
                                  std::to_string(*position) + " of a buffer of " +
@@ -302,11 +372,13 @@ int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf
 int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm) {
   return guarded(comm, "MPI_Unpack", [&] {
-    require_output(position, "position");
     comm_handle(comm);
-    check_count(outcount);
     const auto& t = type_of(datatype);
+    check_count(outcount);
+    require_output(position, "position");
     const std::int64_t need = outcount * t->size;
+    if (need > 0 && inbuf == nullptr) fail(MPI_ERR_BUFFER, "null input buffer");
+    if (missing_buffer(outbuf, outcount, *t)) fail(MPI_ERR_BUFFER, "null output buffer");
     if (*position < 0 || *position + need > insize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Unpack needs " + std::to_string(need) +
                                  " bytes at position " + std::to_string(*position) +
@@ -319,10 +391,11 @@ int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int o
 
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) {
   return guarded(comm, "MPI_Pack_size", [&] {
-    require_output(size, "size");
     comm_handle(comm);
+    const auto& t = type_of(datatype);
     check_count(incount);
-    const std::int64_t n = incount * type_of(datatype)->size;
+    require_output(size, "size");
+    const std::int64_t n = incount * t->size;
     if (n > INT_MAX) fail(MPI_ERR_COUNT, "the packed size exceeds INT_MAX");
     *size = static_cast<int>(n);
   });

@@ -10,6 +10,7 @@
 #include <new>
 #include <thread>
 
+#include "mpi/datatype_envelope.hpp"
 #include "mpi/errhandler.hpp"
 #include "mpi/mpi_impl.hpp"
 #include "sempi/environment.hpp"
@@ -196,45 +197,6 @@ void copy_string(const std::string& s, char* out, int max_len, int* resultlen) {
   if (resultlen != nullptr) *resultlen = static_cast<int>(n);
 }
 
-const char* class_description(int code) noexcept {
-  switch (code) {
-    case MPI_SUCCESS: return "no error";
-    case MPI_ERR_BUFFER: return "invalid buffer pointer";
-    case MPI_ERR_COUNT: return "invalid count argument";
-    case MPI_ERR_TYPE: return "invalid datatype";
-    case MPI_ERR_TAG: return "invalid tag";
-    case MPI_ERR_COMM: return "invalid communicator";
-    case MPI_ERR_RANK: return "invalid rank";
-    case MPI_ERR_REQUEST: return "invalid request";
-    case MPI_ERR_ROOT: return "invalid root";
-    case MPI_ERR_GROUP: return "invalid group";
-    case MPI_ERR_OP: return "invalid reduce operation";
-    case MPI_ERR_TOPOLOGY: return "invalid topology";
-    case MPI_ERR_DIMS: return "invalid dimension argument";
-    case MPI_ERR_ARG: return "invalid argument";
-    case MPI_ERR_UNKNOWN: return "unknown error";
-    case MPI_ERR_TRUNCATE: return "message truncated";
-    case MPI_ERR_OTHER: return "other error";
-    case MPI_ERR_INTERN: return "internal error";
-    case MPI_ERR_IN_STATUS: return "error code is in status";
-    case MPI_ERR_PENDING: return "pending request";
-    case MPI_ERR_INFO: return "invalid info object";
-    case MPI_ERR_INFO_KEY: return "invalid info key";
-    case MPI_ERR_INFO_VALUE: return "invalid info value";
-    case MPI_ERR_INFO_NOKEY: return "info key not defined";
-    case MPI_ERR_NO_MEM: return "out of memory";
-    case MPI_ERR_KEYVAL: return "invalid attribute key";
-    case MPI_ERR_IO: return "I/O or channel failure";
-    case SEMPI_ERR_POLICY: return "the job's policy denies the operation";
-    case SEMPI_ERR_SECURITY: return "identity, certificate or TLS failure";
-    case SEMPI_ERR_TIMEOUT: return "a deadline passed";
-    case SEMPI_ERR_PEER_FAILED: return "a peer rank failed or the job was aborted";
-    case SEMPI_ERR_CONFIG: return "bad configuration";
-    case MPI_ERR_LASTCODE: return "last error code";
-    default: return nullptr;
-  }
-}
-
 }  // namespace
 
 // --- errors ------------------------------------------------------------------------------------
@@ -268,45 +230,6 @@ int to_mpi_class(ErrorClass cls) noexcept {
     case ErrorClass::config: return SEMPI_ERR_CONFIG;
   }
   return MPI_ERR_UNKNOWN;
-}
-
-const char* mpi_class_name(int code) noexcept {
-  switch (code) {
-    case MPI_SUCCESS: return "MPI_SUCCESS";
-    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
-    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
-    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
-    case MPI_ERR_TAG: return "MPI_ERR_TAG";
-    case MPI_ERR_COMM: return "MPI_ERR_COMM";
-    case MPI_ERR_RANK: return "MPI_ERR_RANK";
-    case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
-    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
-    case MPI_ERR_GROUP: return "MPI_ERR_GROUP";
-    case MPI_ERR_OP: return "MPI_ERR_OP";
-    case MPI_ERR_TOPOLOGY: return "MPI_ERR_TOPOLOGY";
-    case MPI_ERR_DIMS: return "MPI_ERR_DIMS";
-    case MPI_ERR_ARG: return "MPI_ERR_ARG";
-    case MPI_ERR_UNKNOWN: return "MPI_ERR_UNKNOWN";
-    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
-    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
-    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
-    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
-    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
-    case MPI_ERR_INFO: return "MPI_ERR_INFO";
-    case MPI_ERR_INFO_KEY: return "MPI_ERR_INFO_KEY";
-    case MPI_ERR_INFO_VALUE: return "MPI_ERR_INFO_VALUE";
-    case MPI_ERR_INFO_NOKEY: return "MPI_ERR_INFO_NOKEY";
-    case MPI_ERR_NO_MEM: return "MPI_ERR_NO_MEM";
-    case MPI_ERR_KEYVAL: return "MPI_ERR_KEYVAL";
-    case MPI_ERR_IO: return "MPI_ERR_IO";
-    case SEMPI_ERR_POLICY: return "SEMPI_ERR_POLICY";
-    case SEMPI_ERR_SECURITY: return "SEMPI_ERR_SECURITY";
-    case SEMPI_ERR_TIMEOUT: return "SEMPI_ERR_TIMEOUT";
-    case SEMPI_ERR_PEER_FAILED: return "SEMPI_ERR_PEER_FAILED";
-    case SEMPI_ERR_CONFIG: return "SEMPI_ERR_CONFIG";
-    case MPI_ERR_LASTCODE: return "MPI_ERR_LASTCODE";
-    default: return "MPI_ERR_UNKNOWN";
-  }
 }
 
 int raise_code(MPI_Errhandler handler, const char* function, int code,
@@ -391,9 +314,13 @@ void require_initialized(const char* function) {
   }
 }
 
-sempi_mpi_comm& comm_handle(MPI_Comm comm) {
+void require_comm_handle(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (comm->magic != kCommMagic) fail(MPI_ERR_COMM, "not a valid communicator handle");
+}
+
+sempi_mpi_comm& comm_handle(MPI_Comm comm) {
+  require_comm_handle(comm);
   if (comm->comm.is_null()) require_initialized("the call");
   return *comm;
 }
@@ -419,6 +346,7 @@ std::shared_ptr<sempi_mpi_datatype> retain_type(MPI_Datatype type) {
 void release_type(MPI_Datatype type) {
   if (type->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     type->magic = 0;
+    forget_envelope(type);
     delete type;
   }
 }
@@ -435,6 +363,10 @@ sempi_mpi_op& op_of(MPI_Op op) {
   return *op;
 }
 
+void require_info_key(const char* key) {
+  if (key == nullptr) fail(MPI_ERR_INFO_KEY, "the info key is a null pointer");
+}
+
 sempi_mpi_info& info_of(MPI_Info info) {
   if (info == MPI_INFO_NULL) fail(MPI_ERR_INFO, "the info object is MPI_INFO_NULL");
   if (info->magic != kInfoMagic) fail(MPI_ERR_INFO, "not a valid info handle");
@@ -445,10 +377,24 @@ void check_count(int count, const char* what) {
   if (count < 0) fail(MPI_ERR_COUNT, std::string("negative ") + what + " " + std::to_string(count));
 }
 
-void require_output(const void* argument_value, const char* argument) {
+namespace {
+
+// The one null-pointer check behind require_output and require_input.
+void require_non_null(const void* argument_value, const char* direction, const char* argument) {
   if (argument_value == nullptr) {
-    fail(MPI_ERR_ARG, std::string("the output argument '") + argument + "' is a null pointer");
+    fail(MPI_ERR_ARG,
+         std::string("the ") + direction + " argument '" + argument + "' is a null pointer");
   }
+}
+
+}  // namespace
+
+void require_output(const void* argument_value, const char* argument) {
+  require_non_null(argument_value, "output", argument);
+}
+
+void require_input(const void* argument_value, const char* argument) {
+  require_non_null(argument_value, "input", argument);
 }
 
 const TypeMap& basic_map(Basic b) {
@@ -730,7 +676,7 @@ int MPI_Error_string(int errorcode, char* string, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Error_string", [&] {
     require_output(string, "string");
     require_output(resultlen, "resultlen");
-    const char* text = class_description(errorcode);
+    const char* text = mpi_class_description(errorcode);
     if (text == nullptr) {
       copy_string("unknown error code", string, MPI_MAX_ERROR_STRING, resultlen);
       fail(MPI_ERR_ARG, "unknown error code " + std::to_string(errorcode));
@@ -743,7 +689,7 @@ int MPI_Error_string(int errorcode, char* string, int* resultlen) {
 int MPI_Error_class(int errorcode, int* errorclass) {
   return guarded(MPI_COMM_WORLD, "MPI_Error_class", [&] {
     require_output(errorclass, "errorclass");
-    if (class_description(errorcode) == nullptr) {
+    if (mpi_class_description(errorcode) == nullptr) {
       fail(MPI_ERR_ARG, "unknown error code " + std::to_string(errorcode));
     }
     *errorclass = errorcode;  // codes are classes
@@ -778,6 +724,8 @@ int MPI_Info_create(MPI_Info* info) {
 int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_set", [&] {
     auto& h = info_of(info);
+    require_info_key(key);
+    if (value == nullptr) fail(MPI_ERR_INFO_VALUE, "the info value is a null pointer");
     const std::string k = key;
     const std::string v = value;
     if (k.empty() || k.size() > MPI_MAX_INFO_KEY) fail(MPI_ERR_INFO_KEY, "invalid info key");
@@ -789,9 +737,10 @@ int MPI_Info_set(MPI_Info info, const char* key, const char* value) {
 
 int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get", [&] {
+    auto& h = info_of(info);
+    require_info_key(key);
     require_output(value, "value");
     require_output(flag, "flag");
-    auto& h = info_of(info);
     if (valuelen < 0) fail(MPI_ERR_ARG, "negative valuelen");
     std::lock_guard lock(h.mu);
     const auto it = h.entries.find(key);
@@ -807,6 +756,7 @@ int MPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int*
 int MPI_Info_delete(MPI_Info info, const char* key) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_delete", [&] {
     auto& h = info_of(info);
+    require_info_key(key);
     std::lock_guard lock(h.mu);
     if (h.entries.erase(key) == 0) fail(MPI_ERR_INFO_NOKEY, std::string("no info key ") + key);
   });
@@ -814,8 +764,8 @@ int MPI_Info_delete(MPI_Info info, const char* key) {
 
 int MPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_nkeys", [&] {
-    require_output(nkeys, "nkeys");
     auto& h = info_of(info);
+    require_output(nkeys, "nkeys");
     std::lock_guard lock(h.mu);
     *nkeys = static_cast<int>(h.entries.size());
   });

@@ -13,8 +13,8 @@ extern "C" {
 
 int MPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_dup", [&] {
-    require_output(newinfo, "newinfo");
     auto& h = info_of(info);
+    require_output(newinfo, "newinfo");
     auto* copy = new sempi_mpi_info;
     {
       std::lock_guard lock(h.mu);
@@ -26,8 +26,8 @@ int MPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
 
 int MPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_nthkey", [&] {
-    require_output(key, "key");
     auto& h = info_of(info);
+    require_output(key, "key");
     std::lock_guard lock(h.mu);
     if (n < 0 || static_cast<std::size_t>(n) >= h.entries.size()) {
       fail(MPI_ERR_ARG, "key number " + std::to_string(n) + " is out of range (the info object "
@@ -41,9 +41,10 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
 
 int MPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Info_get_valuelen", [&] {
+    auto& h = info_of(info);
+    require_info_key(key);
     require_output(valuelen, "valuelen");
     require_output(flag, "flag");
-    auto& h = info_of(info);
     std::lock_guard lock(h.mu);
     const auto it = h.entries.find(key);
     *flag = it == h.entries.end() ? 0 : 1;

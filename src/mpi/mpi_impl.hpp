@@ -140,8 +140,10 @@ class MpiError : public std::exception {
 [[noreturn]] void fail(int code, const std::string& message);
 /// The MPI error class of a sempi error class.
 int to_mpi_class(ErrorClass cls) noexcept;
-/// "MPI_ERR_RANK" etc.
+/// "MPI_ERR_RANK" etc. ("MPI_ERR_UNKNOWN" for a code that is no class; error_classes.cpp).
 const char* mpi_class_name(int code) noexcept;
+/// What the class means ("invalid rank"), or null for a code that is no class.
+const char* mpi_class_description(int code) noexcept;
 
 /// The MPI error code (and message) of the exception in flight; call inside a catch block.
 int current_error_code(std::string* message) noexcept;
@@ -156,10 +158,18 @@ MPI_Errhandler handler_of(MPI_Comm comm) noexcept;
 /// Where `comm`'s handler is kept (MPI_COMM_WORLD's if comm is not a valid handle).
 ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept;
 
+/// MPI_ERR_COMM unless `comm` is a communicator handle (initialized or not): the check every
+/// call on a communicator makes before looking at its other arguments.
+void require_comm_handle(MPI_Comm comm);
+
 /// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`.
+/// `comm` is checked first, so an invalid communicator is MPI_ERR_COMM whatever else is wrong
+/// (as in Open MPI and MPICH); calls on no communicator pass MPI_COMM_WORLD, whose handler
+/// their errors go to.
 template <class F>
 int guarded(MPI_Comm comm, const char* function, F&& body) noexcept {
   try {
+    require_comm_handle(comm);
     if constexpr (std::is_void_v<decltype(body())>) {
       body();
       return MPI_SUCCESS;
@@ -202,10 +212,16 @@ void release_type(MPI_Datatype type);
 sempi_mpi_group& group_of(MPI_Group group);
 sempi_mpi_op& op_of(MPI_Op op);
 sempi_mpi_info& info_of(MPI_Info info);
+/// A key argument of the MPI_Info calls: null is MPI_ERR_INFO_KEY, like any invalid key.
+void require_info_key(const char* key);
 void check_count(int count, const char* what = "count");
 /// An output argument the call must write through (rank, flag, newcomm, request, ...): null is
 /// MPI_ERR_ARG naming `argument`. Not for those where null is legal (MPI_STATUS_IGNORE).
 void require_output(const void* argument_value, const char* argument);
+/// An input argument the call must read (dims, ranks, a status to query, array_of_*): null is
+/// MPI_ERR_ARG naming `argument`. Arrays of zero entries may be null: check only if n > 0.
+/// Handles are checked before this, so a bad handle is reported as such first.
+void require_input(const void* argument_value, const char* argument);
 MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited);
 /// The layout of a predefined basic (or pair) type.
 const TypeMap& basic_map(Basic b);

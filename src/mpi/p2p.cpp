@@ -408,8 +408,9 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status
 
 int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
   return guarded(MPI_COMM_WORLD, "MPI_Get_count", [&] {
-    require_output(count, "count");
     const auto& type = type_of(datatype, false);
+    require_input(status, "status");
+    require_output(count, "count");
     const MPI_Count bytes = status->sempi_bytes;
     if (type->size == 0) {
       *count = 0;
@@ -423,14 +424,17 @@ int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
 
 int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count) {
   return guarded(MPI_COMM_WORLD, "MPI_Get_elements", [&] {
+    const auto& type = type_of(datatype, false);
+    require_input(status, "status");
     require_output(count, "count");
-    const auto n = type_of(datatype, false)->elements_in(status->sempi_bytes);
+    const auto n = type->elements_in(status->sempi_bytes);
     *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
   });
 }
 
 int MPI_Test_cancelled(const MPI_Status* status, int* flag) {
   return guarded(MPI_COMM_WORLD, "MPI_Test_cancelled", [&] {
+    require_input(status, "status");
     require_output(flag, "flag");
     *flag = status->sempi_cancelled;
   });

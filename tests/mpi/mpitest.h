@@ -47,6 +47,18 @@ static inline int error_class_of(int code) {
     }                                                                                            \
   } while (0)
 
+/* The call must fail with error class `cls` (with MPI_ERRORS_RETURN, the job goes on). */
+#define EXPECT_ERROR_CLASS(cls, call)                                                             \
+  do {                                                                                            \
+    int expect_rc_ = (call);                                                                      \
+    if (error_class_of(expect_rc_) != (cls)) {                                                    \
+      fprintf(stderr, "%s:%d: %s returned class %d, expected %s\n", __FILE__, __LINE__, #call,    \
+              error_class_of(expect_rc_), #cls);                                                  \
+      fflush(stderr);                                                                             \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                               \
+    }                                                                                             \
+  } while (0)
+
 /* MPI_Init, then this process's rank and the job's size in MPI_COMM_WORLD. */
 static inline void init_world(int* argc, char*** argv, int* rank, int* size) {
   CHECK_MPI(MPI_Init(argc, argv));
