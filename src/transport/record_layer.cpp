@@ -176,6 +176,12 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
         }
         if (!spill_) spill_ = std::make_unique<std::array<std::uint8_t, kMaxRecordBody>>();
         const std::size_t inner = length - kAeadTagSize;
+        // RFC 8446, 5.4: padding does not lift the limit on the whole inner plaintext.
+        if (inner > kMaxRecordPlaintext + 1) {
+          return fail_with_alert(kRecordOverflow, errc::tls_io_error,
+                                 "TLS inner plaintext of " + std::to_string(inner) +
+                                     " bytes exceeds 2^14 + 1 (record_overflow)");
+        }
         const std::size_t in_dst = std::min(inner, size);
         const std::span<const std::uint8_t> body(header + kRecordHeaderSize, length);
         if (!opener_->open(header, body, std::span(dst, in_dst), spill_->data())) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <future>
 #include <string>
@@ -12,6 +13,8 @@
 #include "sempi/error.hpp"
 #include "support/established_peer.hpp"
 #include "support/rank_check.hpp"
+#include "transport/record_layer.hpp"
+#include "transport/record_protection.hpp"
 
 namespace sempi::test {
 namespace {
@@ -223,6 +226,85 @@ TEST(RecordLayerRefusal, PeerClosingMidRecordIsALostConnection) {
   EXPECT_EQ(channel->receive_frame(h, payload, long_deadline()), errc::connection_closed);
   EXPECT_NE(channel->failure().detail.find("without close_notify"), std::string::npos)
       << channel->failure().detail;
+}
+
+// --- the record layer alone: records sealed here with the peer's keys, read over a socketpair --
+
+using transport::ContentType;
+using transport::RecordLayer;
+using transport::RecordProtection;
+
+std::unique_ptr<RecordProtection> test_keys(std::uint8_t secret_byte,
+                                            RecordProtection::Direction direction) {
+  static SSL_CTX* const ctx = SSL_CTX_new(TLS_method());
+  static SSL* const ssl = SSL_new(ctx);
+  static const unsigned char kAes128Gcm[2] = {0x13, 0x01};
+  const std::vector<std::uint8_t> secret(32, secret_byte);
+  std::string error;
+  auto keys = RecordProtection::create(SSL_CIPHER_find(ssl, kAes128Gcm), secret, direction, error);
+  EXPECT_NE(keys, nullptr) << error;
+  return keys;
+}
+
+// The peer's sealer and a RecordLayer reading what it seals through a socketpair.
+struct LocalRecords {
+  int fds[2] = {-1, -1};
+  std::unique_ptr<RecordProtection> peer = test_keys(1, RecordProtection::Direction::seal);
+  std::unique_ptr<transport::SocketBuffers> io;
+  std::unique_ptr<RecordLayer> reader;
+
+  LocalRecords() {
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    io = std::make_unique<transport::SocketBuffers>(fds[0]);
+    reader = std::make_unique<RecordLayer>(*io, test_keys(2, RecordProtection::Direction::seal),
+                                           test_keys(1, RecordProtection::Direction::open));
+  }
+  ~LocalRecords() {
+    reader.reset();
+    ::close(fds[0]);
+    ::close(fds[1]);
+  }
+  // Seals content || type || `padding` zeros with the peer's next sequence number and sends it.
+  void send(ContentType type, std::vector<std::uint8_t> content, std::size_t padding = 0) {
+    if (padding > 0) {
+      content.push_back(static_cast<std::uint8_t>(type));
+      content.insert(content.end(), padding - 1, 0);
+      type = static_cast<ContentType>(0);  // the last padding byte
+    }
+    std::vector<std::uint8_t> wire(content.size() + transport::kRecordOverhead);
+    ASSERT_TRUE(peer->seal(type, content, {}, wire.data()));
+    ASSERT_EQ(::send(fds[1], wire.data(), wire.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(wire.size()));
+  }
+  void send_key_update() {
+    send(ContentType::handshake, {24, 0, 0, 1, 0});
+    std::string error;
+    ASSERT_TRUE(peer->update(error)) << error;
+  }
+};
+
+TEST(RecordLayerAlone, PaddedRecordsAreReadIntact) {
+  LocalRecords records;
+  records.send(ContentType::application_data, {1, 2, 3}, 1000);
+  records.send(ContentType::application_data, {4, 5, 6, 7}, 16384 - 4);  // exactly 2^14 + 1
+  std::uint8_t buffer[5] = {};
+  std::vector<std::uint8_t> got;
+  while (got.size() < 7) {
+    const long n = records.reader->read(buffer, sizeof buffer);
+    ASSERT_GT(n, 0) << records.reader->detail();
+    got.insert(got.end(), buffer, buffer + n);
+  }
+  EXPECT_EQ(got, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(RecordLayerAlone, InnerPlaintextOverTheLimitIsRefusedEvenWhenItIsPadding) {
+  // RFC 8446, 5.4: the whole TLSInnerPlaintext, padding included, is at most 2^14 + 1 bytes.
+  LocalRecords records;
+  records.send(ContentType::application_data, {1, 2, 3}, 16384);
+  std::vector<std::uint8_t> buffer(20000);
+  EXPECT_EQ(records.reader->read(buffer.data(), buffer.size()), -1);
+  EXPECT_NE(records.reader->detail().find("record_overflow"), std::string::npos)
+      << records.reader->detail();
 }
 
 }  // namespace
