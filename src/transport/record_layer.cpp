@@ -199,7 +199,8 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
         }
         const auto type = static_cast<ContentType>(at(end - 1));
         const long delivered = deliver(type, dst, in_dst, end - 1);
-        if (delivered != 0) return delivered;
+        // Data spilled past an empty dst must not be overwritten by the next record.
+        if (delivered != 0 || spill_size_ > 0) return delivered;
         continue;
       }
     }

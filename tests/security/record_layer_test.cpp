@@ -307,5 +307,22 @@ TEST(RecordLayerAlone, InnerPlaintextOverTheLimitIsRefusedEvenWhenItIsPadding) {
       << records.reader->detail();
 }
 
+TEST(RecordLayerAlone, AZeroByteReadLosesNoData) {
+  // A read into an empty buffer spills the whole record; the next record must not overwrite it.
+  LocalRecords records;
+  records.send(ContentType::application_data, {1, 2, 3});
+  records.send(ContentType::application_data, {4, 5, 6});
+  std::uint8_t buffer[8] = {};
+  EXPECT_EQ(records.reader->read(buffer, 0), 0);
+  EXPECT_TRUE(records.reader->has_buffered_input());
+  std::vector<std::uint8_t> got;
+  for (int i = 0; i < 4 && got.size() < 6; ++i) {
+    const long n = records.reader->read(buffer, sizeof buffer);
+    ASSERT_GE(n, 0) << records.reader->detail();
+    got.insert(got.end(), buffer, buffer + n);
+  }
+  EXPECT_EQ(got, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}));
+}
+
 }  // namespace
 }  // namespace sempi::test
