@@ -198,6 +198,13 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
                                  "TLS record without a content type");
         }
         const auto type = static_cast<ContentType>(at(end - 1));
+        if (type == ContentType::application_data && end > 1) {
+          records_without_data_ = 0;
+        } else if (type != ContentType::alert && ++records_without_data_ > kMaxRecordsWithoutData) {
+          return fail_with_alert(kUnexpectedMessage, errc::tls_io_error,
+                                 "more than " + std::to_string(kMaxRecordsWithoutData) +
+                                     " TLS records in a row without application data");
+        }
         const long delivered = deliver(type, dst, in_dst, end - 1);
         // Data spilled past an empty dst must not be overwritten by the next record.
         if (delivered != 0 || spill_size_ > 0) return delivered;

@@ -38,6 +38,10 @@ namespace sempi::transport {
 
 /// Records sealed under one key before sempi updates it.
 inline constexpr std::uint64_t kRekeyAfterRecords = std::uint64_t{1} << 20;
+/// Records in a row that carry no application data (empty records, KeyUpdates) before the peer
+/// is refused: without a limit a peer keeps read() busy for as long as it keeps sending. OpenSSL
+/// has the same limit of 32 for each kind.
+inline constexpr std::size_t kMaxRecordsWithoutData = 32;
 
 class RecordLayer {
  public:
@@ -89,6 +93,7 @@ class RecordLayer {
   std::unique_ptr<std::array<std::uint8_t, kMaxRecordBody>> spill_;
   std::size_t spill_begin_ = 0;
   std::size_t spill_size_ = 0;
+  std::size_t records_without_data_ = 0;  // in a row, see kMaxRecordsWithoutData
   std::error_code code_;
   std::string detail_;
 };

@@ -307,6 +307,46 @@ TEST(RecordLayerAlone, InnerPlaintextOverTheLimitIsRefusedEvenWhenItIsPadding) {
       << records.reader->detail();
 }
 
+TEST(RecordLayerAlone, EndlessKeyUpdatesAreRefused) {
+  // Without a limit, a peer that keeps sending KeyUpdates (or empty records) keeps read() busy
+  // for as long as it likes: the channel's thread never gets back to anything else.
+  LocalRecords records;
+  for (std::size_t i = 0; i <= transport::kMaxRecordsWithoutData; ++i) records.send_key_update();
+  records.send(ContentType::application_data, {42});
+  std::uint8_t byte = 0;
+  EXPECT_EQ(records.reader->read(&byte, 1), -1);
+  EXPECT_NE(records.reader->detail().find("without application data"), std::string::npos)
+      << records.reader->detail();
+}
+
+TEST(RecordLayerAlone, EndlessEmptyRecordsAreRefused) {
+  LocalRecords records;
+  for (std::size_t i = 0; i <= transport::kMaxRecordsWithoutData; ++i) {
+    records.send(ContentType::application_data, {});
+  }
+  records.send(ContentType::application_data, {42});
+  std::uint8_t byte = 0;
+  EXPECT_EQ(records.reader->read(&byte, 1), -1);
+  EXPECT_NE(records.reader->detail().find("without application data"), std::string::npos)
+      << records.reader->detail();
+}
+
+TEST(RecordLayerAlone, KeyUpdatesAndEmptyRecordsBetweenDataAreFine) {
+  LocalRecords records;
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < transport::kMaxRecordsWithoutData / 2; ++i) {
+      records.send_key_update();
+      records.send(ContentType::application_data, {});
+    }
+    records.send(ContentType::application_data, {static_cast<std::uint8_t>(round)});
+  }
+  for (std::uint8_t round = 0; round < 3; ++round) {
+    std::uint8_t byte = 0xff;
+    ASSERT_EQ(records.reader->read(&byte, 1), 1) << records.reader->detail();
+    EXPECT_EQ(byte, round);
+  }
+}
+
 TEST(RecordLayerAlone, AZeroByteReadLosesNoData) {
   // A read into an empty buffer spills the whole record; the next record must not overwrite it.
   LocalRecords records;
