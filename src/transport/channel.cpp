@@ -234,8 +234,16 @@ ChannelError Channel::start_record_layer(bool is_client, std::uint64_t rekey_aft
                                                   RecordProtection::Direction::open, detail)
                        : nullptr;
   if (!sealer || !opener) return {errc::tls_handshake_failed, detail};
-  records_ = std::make_unique<RecordLayer>(socket_bio_buffers(SSL_get_rbio(ssl_.get())),
-                                           std::move(sealer), std::move(opener), rekey_after);
+  // The socket buffers live in the BIO: keep it, and let the SSL and its secrets go.
+  BIO* bio = SSL_get_rbio(ssl_.get());
+  if (bio == nullptr || BIO_up_ref(bio) != 1) {
+    return {errc::tls_handshake_failed, "cannot keep the socket BIO after the handshake"};
+  }
+  bio_.reset(bio);
+  cipher_ = SSL_get_cipher_name(ssl_.get());
+  records_ = std::make_unique<RecordLayer>(socket_bio_buffers(bio), std::move(sealer),
+                                           std::move(opener), rekey_after);
+  ssl_.reset();
   return {};
 }
 
@@ -271,7 +279,7 @@ ChannelError Channel::exchange_hello(Deadline deadline) {
   return {};
 }
 
-std::string Channel::cipher() const { return SSL_get_cipher_name(ssl_.get()); }
+std::string Channel::cipher() const { return ssl_ ? SSL_get_cipher_name(ssl_.get()) : cipher_; }
 
 std::error_code Channel::fail(std::error_code code, std::string detail) {
   if (!failed()) failure_ = {code, std::move(detail)};

@@ -178,7 +178,12 @@ class Channel {
   void complete_written();
 
   UniqueFd fd_;
-  pki::SslPtr ssl_;  // the handshake's; idle afterwards, kept for the suite's name
+  // The handshake's, freed once the record layer takes over: it holds the generation-0 traffic
+  // secrets, OpenSSL's keys for them and the rest of the key schedule, which must not outlive
+  // their use (key updates are meant to make earlier keys unrecoverable, RFC 8446, 7.2).
+  pki::SslPtr ssl_;
+  std::string cipher_;                       // the suite's name, kept from ssl_
+  pki::BioPtr bio_;                          // the socket BIO, which owns the socket buffers
   std::unique_ptr<TrafficSecrets> secrets_;  // filled by the handshake, wiped once used
   std::unique_ptr<RecordLayer> records_;     // from the end of the handshake on
   ChannelLimits local_limits_;

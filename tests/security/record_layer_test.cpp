@@ -364,5 +364,26 @@ TEST(RecordLayerAlone, AZeroByteReadLosesNoData) {
   EXPECT_EQ(got, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}));
 }
 
+// --- secrets: nothing of the handshake's key schedule outlives the hand-over ---------------
+
+int ssl_objects_freed = 0;
+void count_ssl_free(void*, void*, CRYPTO_EX_DATA*, int, long, void*) { ++ssl_objects_freed; }
+
+TEST(RecordLayerSecrets, OpenSslsConnectionStateIsFreedAtTheHandOver) {
+  // The SSL holds the generation-0 application traffic secrets (and OpenSSL's keys for them):
+  // kept alive, they would let a later memory disclosure decrypt the whole connection, key
+  // updates or not. OpenSSL calls every SSL ex_data free function when it frees an SSL.
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, count_ssl_free);
+  ASSERT_GE(index, 0);
+  const int before = ssl_objects_freed;
+  EstablishedPeer peer;
+  ASSERT_NE(peer.channel(), nullptr);
+  // The server channel's SSL is gone; the raw client's is still in use.
+  EXPECT_EQ(ssl_objects_freed - before, 1);
+  EXPECT_EQ(peer.channel()->cipher().rfind("TLS_", 0), 0u) << peer.channel()->cipher();
+  sempi_to_openssl(peer);
+  openssl_to_sempi(peer);
+}
+
 }  // namespace
 }  // namespace sempi::test
