@@ -130,6 +130,7 @@ void RecordProtection::next_nonce(std::uint8_t* nonce) noexcept {
 bool RecordProtection::seal(ContentType type, std::span<const std::uint8_t> first,
                             std::span<const std::uint8_t> second, std::uint8_t* out) {
   const std::size_t body = first.size() + second.size() + 1 + kAeadTagSize;
+  if (body > 0xFFFF) return false;  // the header's 16-bit length would wrap
   out[0] = static_cast<std::uint8_t>(ContentType::application_data);  // outer type, always
   out[1] = kLegacyVersion[0];
   out[2] = kLegacyVersion[1];

@@ -48,7 +48,8 @@ class RecordProtection {
   /// Protects one record with the next sequence number: writes header, encrypted
   /// (content || type) and tag to `out`, which must hold content.size() + kRecordOverhead
   /// bytes. `content` may come in two pieces (e.g. frame header and payload), and must not
-  /// overlap `out`. Returns false if OpenSSL fails.
+  /// overlap `out`. Returns false if OpenSSL fails or the record's length does not fit its
+  /// header (callers keep content within kMaxRecordPlaintext; only tests write more).
   bool seal(ContentType type, std::span<const std::uint8_t> first,
             std::span<const std::uint8_t> second, std::uint8_t* out);
 

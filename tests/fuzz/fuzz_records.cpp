@@ -53,7 +53,9 @@ void fuzz_record_layer(std::span<const std::uint8_t> input) {
   std::vector<std::uint8_t> application;  // what the application-data records carried
   while (input.size() >= 3) {
     const std::uint8_t op = input[0] % 3;
-    const std::size_t length = std::min<std::size_t>(input[1] | input[2] << 8, input.size() - 3);
+    // At most what a record header can describe; over 2^14 the reader must refuse it.
+    const std::size_t length =
+        std::min<std::size_t>({static_cast<std::size_t>(input[1] | input[2] << 8), input.size() - 3, 65000});
     auto bytes = input.subspan(3, length);
     input = input.subspan(3 + length);
     if (op == 2) {
