@@ -97,12 +97,10 @@ long RecordLayer::write(std::span<const std::uint8_t> first, std::span<const std
       }
     }
     const std::size_t chunk = std::min(total - taken, kMaxRecordPlaintext);
-    std::uint8_t* out = io_.reserve(chunk + kRecordOverhead);
-    if (out == nullptr) {
-      if (!io_.drain()) return lost("send");
-      out = io_.reserve(chunk + kRecordOverhead);
-      if (out == nullptr) break;  // the socket is full: the caller waits for writability
-    }
+    bool socket_lost = false;
+    std::uint8_t* out = io_.reserve_draining(chunk + kRecordOverhead, socket_lost);
+    if (socket_lost) return lost("send");
+    if (out == nullptr) break;  // the socket is full: the caller waits for writability
     // This record's content: the part of [first, second] from `taken` on.
     std::span<const std::uint8_t> a;
     std::span<const std::uint8_t> b;
@@ -190,14 +188,13 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
         }
         io_.consume(kRecordHeaderSize + length);
         // The content type is the last non-zero byte of the inner plaintext (zeros pad).
-        auto at = [&](std::size_t i) { return i < in_dst ? dst[i] : (*spill_)[i - in_dst]; };
         std::size_t end = inner;
-        while (end > 0 && at(end - 1) == 0) --end;
+        while (end > 0 && inner_byte(dst, in_dst, end - 1) == 0) --end;
         if (end == 0) {
           return fail_with_alert(kUnexpectedMessage, errc::tls_io_error,
                                  "TLS record without a content type");
         }
-        const auto type = static_cast<ContentType>(at(end - 1));
+        const auto type = static_cast<ContentType>(inner_byte(dst, in_dst, end - 1));
         if (type == ContentType::application_data && end > 1) {
           records_without_data_ = 0;
         } else if (type != ContentType::alert && ++records_without_data_ > kMaxRecordsWithoutData) {
@@ -224,11 +221,6 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
 
 long RecordLayer::deliver(ContentType type, std::uint8_t* dst, std::size_t in_dst,
                           std::size_t length) {
-  if (length > kMaxRecordPlaintext) {
-    return fail_with_alert(kRecordOverflow, errc::tls_io_error,
-                           "TLS record content of " + std::to_string(length) +
-                               " bytes exceeds 2^14 (record_overflow)");
-  }
   if (type == ContentType::application_data) {
     if (length > in_dst) {  // the rest waits in spill_ for the next read
       spill_begin_ = 0;
@@ -244,9 +236,7 @@ long RecordLayer::deliver(ContentType type, std::uint8_t* dst, std::size_t in_ds
                            "unexpected post-handshake record of " + std::to_string(length) +
                                " bytes");
   }
-  for (std::size_t i = 0; i < length; ++i) {
-    content[i] = i < in_dst ? dst[i] : (*spill_)[i - in_dst];
-  }
+  for (std::size_t i = 0; i < length; ++i) content[i] = inner_byte(dst, in_dst, i);
   if (type == ContentType::alert) {
     if (length != 2) {
       return fail_with_alert(kDecodeError, errc::tls_io_error, "malformed TLS alert");

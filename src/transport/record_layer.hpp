@@ -74,6 +74,12 @@ class RecordLayer {
   long fail(std::error_code code, std::string detail);
   // A fatal alert to the peer, then fail().
   long fail_with_alert(std::uint8_t alert, std::error_code code, std::string detail);
+  // Byte i of an opened record's inner plaintext, whose first in_dst bytes went to dst and
+  // the rest to spill_.
+  [[nodiscard]] std::uint8_t inner_byte(const std::uint8_t* dst, std::size_t in_dst,
+                                        std::size_t i) const noexcept {
+    return i < in_dst ? dst[i] : (*spill_)[i - in_dst];
+  }
   // Handles one opened record whose content (`length` bytes) starts in dst and continues in
   // spill_. Returns the application bytes now in dst (>= 0), or -1 after a failure.
   long deliver(ContentType type, std::uint8_t* dst, std::size_t in_dst, std::size_t length);

@@ -16,11 +16,9 @@ int socket_write(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
   SocketBuffers& s = state_of(bio);
   const auto bytes = static_cast<std::size_t>(size);
-  std::uint8_t* space = s.reserve(bytes);
-  if (space == nullptr) {
-    if (!s.drain()) return -1;
-    space = s.reserve(bytes);
-  }
+  bool lost = false;
+  std::uint8_t* space = s.reserve_draining(bytes, lost);
+  if (lost) return -1;
   if (space == nullptr) {  // a handshake record never exceeds the buffer: only a full socket
     BIO_set_retry_write(bio);
     return -1;

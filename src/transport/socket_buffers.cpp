@@ -19,6 +19,12 @@ std::uint8_t* SocketBuffers::reserve(std::size_t size) {
   return out_.get() + end_;
 }
 
+std::uint8_t* SocketBuffers::reserve_draining(std::size_t size, bool& lost) {
+  if (std::uint8_t* space = reserve(size); space != nullptr) return space;
+  lost = !drain();
+  return lost ? nullptr : reserve(size);
+}
+
 bool SocketBuffers::drain() {
   while (unsent() > 0) {
     const ssize_t n = ::send(fd_, out_.get() + begin_, unsent(), MSG_NOSIGNAL);

@@ -39,6 +39,9 @@ class SocketBuffers {
   /// Space for `size` more bytes at the end of the send buffer (committed with commit()), or
   /// nullptr if they would exceed kCapacity: drain() first, then wait for writability.
   std::uint8_t* reserve(std::size_t size);
+  /// reserve(), sending what is buffered first if that is needed to make room. nullptr if the
+  /// socket is full, or after a socket error (`lost` set, errno kept).
+  std::uint8_t* reserve_draining(std::size_t size, bool& lost);
   void commit(std::size_t size) noexcept { end_ += size; }
   /// Sends buffered bytes until none are left or the socket is full. false on a socket error
   /// (errno set); a full socket is not an error.
