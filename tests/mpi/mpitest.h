@@ -66,4 +66,12 @@ static inline void init_world(int* argc, char*** argv, int* rank, int* size) {
   CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, size));
 }
 
+/* init_world() for programs that test error returns: errors on MPI_COMM_WORLD and
+   MPI_COMM_SELF come back as codes instead of aborting. */
+static inline void init_world_returning_errors(int* argc, char*** argv, int* rank, int* size) {
+  init_world(argc, argv, rank, size);
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+}
+
 #endif

@@ -85,9 +85,7 @@ static void local_reduction(void) {
 int main(int argc, char** argv) {
   int rank;
   int size;
-  init_world(&argc, &argv, &rank, &size);
-  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+  init_world_returning_errors(&argc, &argv, &rank, &size);
 
   status_and_groups();
   cartesian_sub_grid(size);
