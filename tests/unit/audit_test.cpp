@@ -126,6 +126,60 @@ TEST(AuditLog, RecordsAreChainedJsonWithPrivateMode) {
   EXPECT_THROW(AuditLog::create(file, {kJob, 3}), Error);
 }
 
+// The exact bytes of a message record with every optional field: the format is what readers
+// (sempi audit, SIEM pipelines) parse, so rendering changes must not alter it.
+TEST(AuditLog, MessageRecordBytesAreStable) {
+  TempDir dir;
+  const fs::path file = dir.path() / "rank-7.jsonl";
+  auto log = AuditLog::create(file, {kJob, 7});
+  MessageRecord m;
+  m.action = "policy.deny";
+  m.success = false;
+  m.reason = "pair \"denied\"";
+  m.peer = 12;
+  m.comm = "we\"ird\\\n\t\r\x01\xff name";
+  m.context = 4294967295u;
+  m.op = "bcast";
+  m.tag = -3;
+  m.bytes = 18446744073709551615ull;
+  m.msg = 99;
+  m.direction = "receive";
+  m.dry_run = true;
+  const Sha256 digest = sha256(std::string_view("payload"));
+  m.digest = &digest;
+  log->message(m);
+  m = MessageRecord{};
+  m.comm = "";
+  log->message(m);
+  log->close();
+
+  const auto lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 2u);
+  const std::string stamp = R"({"@timestamp":"YYYY-MM-DDTHH:MM:SS.uuuuuuZ")";
+  for (const auto& line : lines) {
+    ASSERT_GT(line.size(), stamp.size());
+    for (std::size_t i = 0; i < stamp.size(); ++i) {
+      const char c = line[i];
+      const bool digit = c >= '0' && c <= '9';
+      EXPECT_TRUE(std::string("YMDHSu").find(stamp[i]) == std::string::npos ? c == stamp[i] : digit)
+          << line;
+    }
+  }
+  EXPECT_EQ(lines[0].substr(stamp.size()),
+            R"(,"event":{"sequence":0,"action":"policy.deny","outcome":"failure",)"
+            R"("reason":"pair \"denied\""},"sempi":{"job":")" + kJob +
+                R"(","source":"rank","rank":7,"peer":12,)"
+                R"("comm":"we\"ird\\\n\t\r\u0001\u00ff name","context":4294967295,"op":"bcast",)"
+                R"("tag":-3,"bytes":18446744073709551615,"msg":99,"direction":"receive",)"
+                R"("dry_run":true,"sha256":")" + to_hex(digest) + R"(","prev":")" + kZeroHash +
+                R"("}})");
+  EXPECT_EQ(lines[1].substr(stamp.size()),
+            R"(,"event":{"sequence":1,"action":"message.send","outcome":"success"},)"
+            R"("sempi":{"job":")" + kJob +
+                R"(","source":"rank","rank":7,"peer":0,"comm":"","context":0,"op":"p2p",)"
+                R"("tag":0,"bytes":0,"msg":0,"prev":")" + to_hex(sha256(lines[0])) + R"("}})");
+}
+
 // Message records are captured on the message path and rendered later; events are rendered at
 // once. The file must still hold every record in call order, with a valid chain, whoever
 // renders and however the rendering is split.
