@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -19,24 +20,70 @@ namespace {
 
 constexpr char kHexDigits[] = "0123456789abcdef";
 
-template <class T>
-void append_number(std::string& out, T value) {
-  char buf[24];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  out.append(buf, end);
+// Formatting into room reserved beforehand (see AuditLog::begin): each helper writes at `out`
+// and returns the end of what it wrote.
+
+// The longest JSON-escaped form of n bytes ("\u00XX" per byte).
+constexpr std::size_t escaped_bound(std::size_t n) { return 6 * n; }
+
+template <std::size_t N>
+char* put(char* out, const char (&literal)[N]) {
+  std::memcpy(out, literal, N - 1);
+  return out + N - 1;
 }
 
-void append_hex(std::string& out, std::span<const std::uint8_t> bytes) {
+char* put(char* out, std::string_view text) {
+  if (!text.empty()) std::memcpy(out, text.data(), text.size());  // data() may be null
+  return out + text.size();
+}
+
+template <class T>
+char* put_number(char* out, T value) {
+  return std::to_chars(out, out + 24, value).ptr;  // 24 digits hold any 64-bit integer
+}
+
+char* put_hex(char* out, std::span<const std::uint8_t> bytes) {
   for (const auto b : bytes) {
-    out.push_back(kHexDigits[b >> 4]);
-    out.push_back(kHexDigits[b & 0xf]);
+    *out++ = kHexDigits[b >> 4];
+    *out++ = kHexDigits[b & 0xf];
   }
+  return out;
+}
+
+char* put_json_escaped(char* out, std::string_view text) {
+  std::size_t plain = 0;  // start of the run of characters that need no escaping
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x80 && c != '"' && c != '\\') continue;
+    out = put(out, text.substr(plain, i - plain));
+    plain = i + 1;
+    switch (c) {
+      case '"': out = put(out, "\\\""); break;
+      case '\\': out = put(out, "\\\\"); break;
+      case '\n': out = put(out, "\\n"); break;
+      case '\t': out = put(out, "\\t"); break;
+      case '\r': out = put(out, "\\r"); break;
+      default:
+        out = put(out, "\\u00");
+        *out++ = kHexDigits[u >> 4];
+        *out++ = kHexDigits[u & 0xf];
+    }
+  }
+  return put(out, text.substr(plain));
+}
+
+char* put_string(char* out, std::string_view text) {
+  *out++ = '"';
+  out = put_json_escaped(out, text);
+  *out++ = '"';
+  return out;
 }
 
 void append_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  append_json_escaped(out, text);
-  out.push_back('"');
+  const std::size_t start = out.size();
+  out.resize(start + escaped_bound(text.size()) + 2);
+  out.resize(static_cast<std::size_t>(put_string(out.data() + start, text) - out.data()));
 }
 
 // Set when this thread's MdCtxHolder is destroyed. A thread's thread_local objects are
@@ -59,26 +106,9 @@ struct MdCtxHolder {
 std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".jsonl"; }
 
 void append_json_escaped(std::string& out, std::string_view text) {
-  std::size_t plain = 0;  // start of the run of characters that need no escaping
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x80 && c != '"' && c != '\\') continue;
-    out.append(text.substr(plain, i - plain));
-    plain = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        out += "\\u00";
-        out.push_back(kHexDigits[u >> 4]);
-        out.push_back(kHexDigits[u & 0xf]);
-    }
-  }
-  out.append(text.substr(plain));
+  const std::size_t start = out.size();
+  out.resize(start + escaped_bound(text.size()));
+  out.resize(static_cast<std::size_t>(put_json_escaped(out.data() + start, text) - out.data()));
 }
 
 Sha256 sha256(std::span<const std::uint8_t> data) {
@@ -126,14 +156,13 @@ std::unique_ptr<AuditLog> AuditLog::create(const std::filesystem::path& file, Op
 
 AuditLog::AuditLog(std::filesystem::path path, int fd, Options options)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
-  line_.reserve(1024);
-  buffer_.reserve(options_.flush_bytes + 4096);
+  buffer_.resize(options_.flush_bytes + 4096);
   // The same in every record: formatted once.
   source_fields_ = "},\"sempi\":{\"job\":";
   append_string(source_fields_, options_.job);
   if (options_.rank) {
     source_fields_ += ",\"source\":\"rank\",\"rank\":";
-    append_number(source_fields_, *options_.rank);
+    source_fields_ += std::to_string(*options_.rank);
   } else {
     source_fields_ += ",\"source\":\"launcher\"";
   }
@@ -143,55 +172,63 @@ AuditLog::~AuditLog() {
   if (!closed_) close();
 }
 
-void AuditLog::begin(const timespec& ts, std::string_view action, bool success,
-                     std::string_view reason) {
+// Fixed text of any record, numbers and hex digests: generously more than they can take.
+constexpr std::size_t kRecordFixedBound = 768;
+
+char* AuditLog::begin(const timespec& ts, std::string_view action, bool success,
+                      std::string_view reason, std::size_t variable_bytes) {
   if (ts.tv_sec != ts_second_) {
     ts_second_ = ts.tv_sec;
     std::tm tm{};
     const std::time_t t = ts.tv_sec;
     ::gmtime_r(&t, &tm);
     char buf[32];
-    const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    ts_prefix_.assign(buf, n);
+    if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm) != ts_prefix_.size()) {
+      std::memcpy(buf, "0000-00-00T00:00:00", ts_prefix_.size());  // a year beyond 9999
+    }
+    std::memcpy(ts_prefix_.data(), buf, ts_prefix_.size());
   }
-  line_.clear();
-  line_ += "{\"@timestamp\":\"";
-  line_ += ts_prefix_;
-  line_.push_back('.');
-  char micros[6];
+  line_start_ = buffered_;
+  const std::size_t bound = kRecordFixedBound + source_fields_.size() +
+                            escaped_bound(action.size() + reason.size()) + variable_bytes;
+  if (buffered_ + bound > buffer_.size()) {
+    buffer_.resize(std::max(2 * buffer_.size(), buffered_ + bound));
+  }
+  char* out = buffer_.data() + line_start_;
+  out = put(out, "{\"@timestamp\":\"");
+  out = put(out, std::string_view(ts_prefix_.data(), ts_prefix_.size()));
+  *out++ = '.';
   long us = ts.tv_nsec / 1000;
   for (int i = 5; i >= 0; --i) {
-    micros[i] = static_cast<char>('0' + us % 10);
+    out[i] = static_cast<char>('0' + us % 10);
     us /= 10;
   }
-  line_.append(micros, 6);
-  line_ += "Z\",\"event\":{\"sequence\":";
-  append_number(line_, seq_ + 1);
-  line_ += ",\"action\":";
-  append_string(line_, action);
-  line_ += success ? ",\"outcome\":\"success\"" : ",\"outcome\":\"failure\"";
+  out += 6;
+  out = put(out, "Z\",\"event\":{\"sequence\":");
+  out = put_number(out, seq_ + 1);
+  out = put(out, ",\"action\":");
+  out = put_string(out, action);
+  out = success ? put(out, ",\"outcome\":\"success\"") : put(out, ",\"outcome\":\"failure\"");
   if (!reason.empty()) {
-    line_ += ",\"reason\":";
-    append_string(line_, reason);
+    out = put(out, ",\"reason\":");
+    out = put_string(out, reason);
   }
-  line_ += source_fields_;
+  return put(out, source_fields_);
 }
 
-void AuditLog::finish() {
-  line_ += ",\"prev\":\"";
-  line_ += prev_;
-  line_ += "\"}}";
-  const Sha256 digest = sha256(line_);
-  prev_.clear();
-  append_hex(prev_, digest);
+void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now) {
+  out = put(out, ",\"prev\":\"");
+  out = put(out, prev_);
+  out = put(out, "\"}}");
+  const char* line = buffer_.data() + line_start_;
+  const Sha256 digest = sha256(std::string_view(line, static_cast<std::size_t>(out - line)));
+  put_hex(prev_.data(), digest);
+  *out++ = '\n';
+  buffered_ = static_cast<std::size_t>(out - buffer_.data());
   ++seq_;
-  if (buffer_.empty()) oldest_ = std::chrono::steady_clock::now();
-  buffer_ += line_;
-  buffer_.push_back('\n');
-  if (options_.flush_each || buffer_.size() >= options_.hard_limit) {
-    write_buffer();
-  } else if (buffer_.size() >= options_.flush_bytes ||
-             std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
+  if (line_start_ == 0) oldest_ = now;
+  if (options_.flush_each || buffered_ >= options_.hard_limit ||
+      buffered_ >= options_.flush_bytes || now - oldest_ >= options_.max_age) {
     write_buffer();
   }
 }
@@ -206,16 +243,17 @@ void AuditLog::event(std::string_view action, bool success, std::string_view rea
     return;
   }
   render_queued(SIZE_MAX);  // the records captured before this one come first
-  begin(now, action, success, reason);
+  std::string extra;  // events are rare: formatting their fields may allocate
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) {
-      line_.push_back(',');
-      append_string(line_, key);
-      line_.push_back(':');
-      line_ += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+      extra.push_back(',');
+      append_string(extra, key);
+      extra.push_back(':');
+      extra += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
     }
   }
-  finish();
+  char* out = begin(now, action, success, reason, extra.size());
+  finish(put(out, extra), std::chrono::steady_clock::now());
 }
 
 void AuditLog::message(const MessageRecord& r) {
@@ -228,7 +266,7 @@ void AuditLog::message(const MessageRecord& r) {
       return;
     }
     render_queued(SIZE_MAX);
-    render(r, now);
+    render(r, now, std::chrono::steady_clock::now());
     return;
   }
   std::size_t queued = 0;
@@ -258,6 +296,7 @@ void AuditLog::try_render_pending(std::size_t max) {
 
 void AuditLog::render_queued(std::size_t max) {
   std::size_t done = 0;
+  std::optional<std::chrono::steady_clock::time_point> now;  // read once, for the buffer's age
   while (done < max) {
     if (rendering_next_ == rendering_used_) {
       std::lock_guard lock(queue_mu_);
@@ -276,44 +315,49 @@ void AuditLog::render_queued(std::size_t max) {
     }
     c.record.comm = c.comm;
     c.record.digest = c.has_digest ? &c.digest : nullptr;
-    render(c.record, c.time);
+    if (!now) now = std::chrono::steady_clock::now();
+    render(c.record, c.time, *now);
   }
 }
 
-void AuditLog::render(const MessageRecord& r, const timespec& time) {
-  begin(time, r.action, r.success, r.reason != nullptr ? std::string_view(r.reason) : std::string_view());
-  line_ += ",\"peer\":";
-  append_number(line_, r.peer);
-  line_ += ",\"comm\":";
-  append_string(line_, r.comm);
-  line_ += ",\"context\":";
-  append_number(line_, r.context);
-  line_ += ",\"op\":\"";
-  line_ += r.op;
-  line_ += "\",\"tag\":";
-  append_number(line_, r.tag);
-  line_ += ",\"bytes\":";
-  append_number(line_, r.bytes);
-  line_ += ",\"msg\":";
-  append_number(line_, r.msg);
+void AuditLog::render(const MessageRecord& r, const timespec& time,
+                      std::chrono::steady_clock::time_point now) {
+  const std::string_view op = r.op;
+  const std::string_view direction = r.direction != nullptr ? r.direction : "";
+  char* out = begin(time, r.action, r.success, r.reason != nullptr ? r.reason : "",
+                    escaped_bound(r.comm.size()) + op.size() + direction.size());
+  out = put(out, ",\"peer\":");
+  out = put_number(out, r.peer);
+  out = put(out, ",\"comm\":");
+  out = put_string(out, r.comm);
+  out = put(out, ",\"context\":");
+  out = put_number(out, r.context);
+  out = put(out, ",\"op\":\"");
+  out = put(out, op);
+  out = put(out, "\",\"tag\":");
+  out = put_number(out, r.tag);
+  out = put(out, ",\"bytes\":");
+  out = put_number(out, r.bytes);
+  out = put(out, ",\"msg\":");
+  out = put_number(out, r.msg);
   if (r.direction != nullptr) {
-    line_ += ",\"direction\":\"";
-    line_ += r.direction;
-    line_ += "\"";
+    out = put(out, ",\"direction\":\"");
+    out = put(out, direction);
+    *out++ = '"';
   }
-  if (r.dry_run) line_ += ",\"dry_run\":true";
+  if (r.dry_run) out = put(out, ",\"dry_run\":true");
   if (r.digest != nullptr) {
-    line_ += ",\"sha256\":\"";
-    append_hex(line_, *r.digest);
-    line_ += "\"";
+    out = put(out, ",\"sha256\":\"");
+    out = put_hex(out, *r.digest);
+    *out++ = '"';
   }
-  finish();
+  finish(out, now);
 }
 
 void AuditLog::write_buffer() {
   std::size_t off = 0;
-  while (off < buffer_.size() && !write_failed_) {
-    const ssize_t n = ::write(fd_, buffer_.data() + off, buffer_.size() - off);
+  while (off < buffered_ && !write_failed_) {
+    const ssize_t n = ::write(fd_, buffer_.data() + off, buffered_ - off);
     if (n > 0) {
       off += static_cast<std::size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -325,20 +369,20 @@ void AuditLog::write_buffer() {
                     n < 0 ? std::strerror(errno) : "short write");
     }
   }
-  buffer_.clear();
+  buffered_ = 0;
 }
 
 void AuditLog::flush() {
   std::lock_guard lock(mu_);
   render_queued(SIZE_MAX);
-  if (!buffer_.empty()) write_buffer();
+  if (buffered_ > 0) write_buffer();
 }
 
 void AuditLog::flush_if_due() {
   std::lock_guard lock(mu_);
   render_queued(SIZE_MAX);
-  if (buffer_.empty()) return;
-  if (buffer_.size() >= options_.flush_bytes ||
+  if (buffered_ == 0) return;
+  if (buffered_ >= options_.flush_bytes ||
       std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
     write_buffer();
   }
@@ -349,7 +393,7 @@ ChainHead AuditLog::close() {
   if (!closed_) {
     render_queued(SIZE_MAX);
     closed_ = true;
-    if (!buffer_.empty()) write_buffer();
+    if (buffered_ > 0) write_buffer();
     ::fsync(fd_);
     ::close(fd_);
     fd_ = -1;
