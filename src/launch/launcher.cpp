@@ -826,8 +826,11 @@ class Launcher::Job {
 
     if (!status.success()) {
       // A rank that failed because a peer vanished is not the cause: wait (briefly) for the
-      // peer's own exit status, which is what the user needs to see.
-      if (rank.lost_peer && ranks_[*rank.lost_peer]->running) {
+      // peer's own exit status, which is what the user needs to see. The peer may itself have
+      // failed as a consequence and be waiting for its own lost peer (ranks exit in a chain, and
+      // are reaped in pid order, not exit order): then this failure waits for that cause too.
+      if (rank.lost_peer && (ranks_[*rank.lost_peer]->running ||
+                             ranks_[*rank.lost_peer]->deferred_failure)) {
         rank.deferred_failure = status;
         if (!blame_deadline_) blame_deadline_ = Clock::now() + kBlameGrace;
         return;
