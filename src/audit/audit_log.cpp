@@ -81,9 +81,9 @@ char* put_string(char* out, std::string_view text) {
 }
 
 void append_string(std::string& out, std::string_view text) {
-  const std::size_t start = out.size();
-  out.resize(start + escaped_bound(text.size()) + 2);
-  out.resize(static_cast<std::size_t>(put_string(out.data() + start, text) - out.data()));
+  out.push_back('"');
+  append_json_escaped(out, text);
+  out.push_back('"');
 }
 
 // Set when this thread's MdCtxHolder is destroyed. A thread's thread_local objects are
@@ -227,10 +227,7 @@ void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now) {
   buffered_ = static_cast<std::size_t>(out - buffer_.data());
   ++seq_;
   if (line_start_ == 0) oldest_ = now;
-  if (options_.flush_each || buffered_ >= options_.hard_limit ||
-      buffered_ >= options_.flush_bytes || now - oldest_ >= options_.max_age) {
-    write_buffer();
-  }
+  if (options_.flush_each || buffered_ >= options_.hard_limit || write_due(now)) write_buffer();
 }
 
 void AuditLog::event(std::string_view action, bool success, std::string_view reason,
@@ -354,6 +351,10 @@ void AuditLog::render(const MessageRecord& r, const timespec& time,
   finish(out, now);
 }
 
+bool AuditLog::write_due(std::chrono::steady_clock::time_point now) const {
+  return buffered_ >= options_.flush_bytes || now - oldest_ >= options_.max_age;
+}
+
 void AuditLog::write_buffer() {
   std::size_t off = 0;
   while (off < buffered_ && !write_failed_) {
@@ -381,11 +382,7 @@ void AuditLog::flush() {
 void AuditLog::flush_if_due() {
   std::lock_guard lock(mu_);
   render_queued(SIZE_MAX);
-  if (buffered_ == 0) return;
-  if (buffered_ >= options_.flush_bytes ||
-      std::chrono::steady_clock::now() - oldest_ >= options_.max_age) {
-    write_buffer();
-  }
+  if (buffered_ > 0 && write_due(std::chrono::steady_clock::now())) write_buffer();
 }
 
 ChainHead AuditLog::close() {

@@ -164,6 +164,8 @@ class AuditLog {
   void render(const MessageRecord& record, const timespec& time,
               std::chrono::steady_clock::time_point now);
   void render_queued(std::size_t max);  // up to max captured records, oldest first
+  // The buffer holds flush_bytes, or its oldest record is older than max_age.
+  [[nodiscard]] bool write_due(std::chrono::steady_clock::time_point now) const;
   void write_buffer();
 
   mutable std::mutex mu_;  // rendering, chain, buffer and file
