@@ -721,7 +721,10 @@ bool Engine::test(const RequestState& request) {
 void Engine::read_peer(Peer& peer) {
   if (auto ec = peer.channel_->read_available(peer, kFramesPerRound); ec) {
     std::string reason = peer.channel_ ? peer.channel_->failure().message() : ec.message();
-    if (!peer.violation_.empty()) reason = "protocol violation: " + peer.violation_;
+    if (!peer.violation_.empty()) {
+      reason = "protocol violation: " + peer.violation_;
+      peer.said_goodbye_ = false;  // a violation is a failure even after a GOODBYE
+    }
     fail_peer(peer, reason);
   }
 }
@@ -1191,11 +1194,22 @@ void Engine::Peer::begin_eager(const FrameHeader& header) {
   inflight_unexpected_ = std::move(message);
 }
 
-std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) {
+bool Engine::Peer::out_of_place(const FrameHeader& header) {
   if (header.source != static_cast<std::uint32_t>(world_rank_)) {
     violation_ = "frame claims source rank " + std::to_string(header.source);
-    return {};
+    return true;
   }
+  // After GOODBYE the peer only answers what it still reads from us: DENY for a refused
+  // message, or ABORT. Anything else would be delivered past its own finalize.
+  if (said_goodbye_ && header.type != FrameType::deny && header.type != FrameType::abort) {
+    violation_ = std::string(frame_type_name(header.type)) + " frame after GOODBYE";
+    return true;
+  }
+  return false;
+}
+
+std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) {
+  if (out_of_place(header)) return {};
   switch (header.type) {
     case FrameType::eager: {
       if (header.length > engine_.config_.eager_limit) {
@@ -1267,10 +1281,7 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
 std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                                        std::span<std::uint8_t> payload) {
   Engine& e = engine_;
-  if (header.source != static_cast<std::uint32_t>(world_rank_)) {
-    violation_ = "frame claims source rank " + std::to_string(header.source);
-    return errc::frame_unexpected;
-  }
+  if (out_of_place(header)) return errc::frame_unexpected;
   switch (header.type) {
     case FrameType::eager: {
       if (header.length == 0) {

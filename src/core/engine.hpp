@@ -237,6 +237,9 @@ class Engine {
     std::span<std::uint8_t> payload_buffer(const transport::FrameHeader& header) override;
     std::error_code on_frame(const transport::FrameHeader& header,
                              std::span<std::uint8_t> payload) override;
+    // True (and violation_ set) if this frame may not come from this peer now: a forged
+    // source, or anything but DENY and ABORT after its GOODBYE.
+    bool out_of_place(const transport::FrameHeader& header);
     // Matches an arriving eager message against posted receives, or prepares an unexpected one.
     void begin_eager(const transport::FrameHeader& header);
 

@@ -40,6 +40,8 @@ class Server {
   [[nodiscard]] transport::Endpoint endpoint() const { return listener_.endpoint(); }
   transport::ChannelError error() { return result_.get(); }
   transport::Channel* channel() { return channel_.get(); }
+  /// The accepted channel, for a test that hands it to an engine (call after error()).
+  std::unique_ptr<transport::Channel> take_channel() { return std::move(channel_); }
 
  private:
   transport::LocalEndpoint local_;

@@ -98,8 +98,9 @@ class RawTlsClient {
   }
 
   /// Reads exactly one frame header+payload (e.g. the server's HELLO, sequence 0); false on
-  /// failure.
-  bool read_frame(std::vector<std::uint8_t>& out, std::uint64_t expected_sequence = 0) {
+  /// failure. The header goes to `header_out` if given.
+  bool read_frame(std::vector<std::uint8_t>& out, std::uint64_t expected_sequence = 0,
+                  transport::FrameHeader* header_out = nullptr) {
     std::uint8_t header[transport::kFrameHeaderSize];
     if (!read_exact(header, sizeof header)) return false;
     transport::FrameHeader h;
@@ -108,6 +109,7 @@ class RawTlsClient {
                                        1ull << 30, expected_sequence, h)) {
       return false;
     }
+    if (header_out != nullptr) *header_out = h;
     out.resize(h.length);
     return read_exact(out.data(), out.size());
   }
