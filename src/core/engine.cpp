@@ -18,9 +18,6 @@ using transport::FrameHeader;
 using transport::FrameType;
 namespace flags = transport::frame_flags;
 
-// What an unmatched RTS costs against a peer's unexpected budget: it holds no payload, but an
-// endless stream of them must still hit the limit.
-constexpr std::uint64_t kRendezvousEntryCost = 256;
 // Frames read from one channel per progress round, so one busy peer cannot starve the others.
 constexpr std::size_t kFramesPerRound = 64;
 // A waiter spinning on one peer's channel polls all channels every this many rounds.
@@ -444,7 +441,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
                    ? nullptr
                    : peers_[static_cast<std::size_t>(message.source)].get();
   if (message.rendezvous) {
-    if (peer != nullptr) account_unexpected(*peer, -static_cast<std::int64_t>(kRendezvousEntryCost));
+    if (peer != nullptr) account_unexpected(*peer, -message.budget_cost());
     if (peer == nullptr || peer->failed_) {
       complete(*request, ErrorClass::peer_failed,
                "rank " + std::to_string(message.source) + " failed before sending its data");
@@ -456,7 +453,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
   }
   copy_bytes(request->buffer, message.data.data(),
               std::min<std::size_t>(message.data.size(), request->capacity));
-  if (peer != nullptr) account_unexpected(*peer, -static_cast<std::int64_t>(message.bytes));
+  if (peer != nullptr) account_unexpected(*peer, -message.budget_cost());
   if (message.synchronous) {
     if (peer != nullptr) {
       send_control(*peer, FrameType::sync_ack, message.sync_id);
@@ -1136,8 +1133,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
                      ? nullptr
                      : peers_[static_cast<std::size_t>(it->source)].get();
     if (peer != nullptr) {
-      account_unexpected(*peer, -static_cast<std::int64_t>(it->rendezvous ? kRendezvousEntryCost
-                                                                          : it->bytes));
+      account_unexpected(*peer, -it->budget_cost());
       if (it->rendezvous) {
         send_deny(*peer, it->rendezvous_id, false);
       } else if (it->synchronous) {
@@ -1314,7 +1310,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         message.msg_id = header.sequence;
         message.undecided = inflight_admit_ == Admit::pending;
         inflight_admit_ = Admit::allow;
-        e.account_unexpected(*this, static_cast<std::int64_t>(header.length));
+        e.account_unexpected(*this, message.budget_cost());
         // A receive posted while this payload was being read must get it: it is the earliest
         // matching message, and a later one must not overtake it.
         if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
@@ -1352,9 +1348,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       message.op = header.op;
       message.msg_id = id;
       message.undecided = admit == Admit::pending;
+      e.account_unexpected(*this, message.budget_cost());
       e.unexpected_.push_back(std::move(message));
       ++e.unexpected_generation_;
-      e.account_unexpected(*this, static_cast<std::int64_t>(kRendezvousEntryCost));
       e.notify_waiters();
       return {};
     }

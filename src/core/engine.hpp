@@ -203,6 +203,14 @@ class Engine {
     std::uint16_t op = 0;
     std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
     bool undecided = false;    // arrived before its communicator existed here: see above
+
+    /// What this entry holds against its peer's unexpected budget: its payload plus a fixed
+    /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
+    /// which hold no payload here) still reaches the limit.
+    static constexpr std::uint64_t kEntryCost = 256;
+    [[nodiscard]] std::int64_t budget_cost() const {
+      return static_cast<std::int64_t>((rendezvous ? 0 : bytes) + kEntryCost);
+    }
   };
   struct RecvRendezvous {
     std::shared_ptr<RequestState> request;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <future>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/engine.hpp"
 #include "support/established_peer.hpp"
@@ -29,7 +32,7 @@ constexpr int kTag = 7;
 // Rank 0's engine on the accepted channel, with an audit log, and rank 1's raw TLS stream.
 class EngineUnderAttack {
  public:
-  EngineUnderAttack() {
+  explicit EngineUnderAttack(const EstablishedPeer::ServerTweak& tweak = {}) : peer_(tweak) {
     std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
     channels.emplace_back();
     channels.push_back(peer_.server.take_channel());
@@ -51,12 +54,12 @@ class EngineUnderAttack {
 
   /// Writes a frame from rank 1 with the next sequence number.
   void send(FrameType type, std::span<const std::uint8_t> payload = {}, std::uint64_t aux = 0,
-            std::uint16_t flags = 0, std::uint32_t source = 1) {
+            std::uint16_t flags = 0, std::uint32_t source = 1, std::int32_t tag = kTag) {
     FrameHeader h;
     h.type = type;
     h.flags = flags;
     h.source = source;
-    h.tag = kTag;
+    h.tag = tag;
     h.aux = aux;
     h.sequence = next_sequence_++;
     ASSERT_TRUE(peer_.client.write_frame(h, payload));
@@ -71,6 +74,18 @@ class EngineUnderAttack {
       waiter.wait();
       FAIL() << "the engine did not complete the request";
     }
+  }
+
+  /// Waits (bounded) until everything rank 1 wrote sits in rank 0's socket: on loopback, sent
+  /// data is acknowledged once the receiving socket holds it.
+  void wait_until_delivered() {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int unacknowledged = 0;
+    while (::ioctl(peer_.client.fd(), SIOCOUTQ, &unacknowledged) == 0 && unacknowledged > 0 &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(unacknowledged, 0) << "rank 1's frames never reached rank 0's socket";
   }
 
   /// The audit log's text, after closing it (so every record is rendered and written).
@@ -182,6 +197,37 @@ INSTANTIATE_TEST_SUITE_P(EngineFrames, HostileToEngine,
                          [](const auto& param_info) {
                            return std::string(hostile_cases()[param_info.param].name);
                          });
+
+// Each unmatched message holds an entry, so an endless stream of empty messages must reach the
+// unexpected budget like any other: the engine stops reading that peer (TCP then stalls it),
+// and once receives free the budget, everything it held arrives, in order, nothing lost.
+TEST(EngineFrames, EmptyMessagesCountAgainstTheUnexpectedBudget) {
+  constexpr std::uint64_t kBudget = 16 * 1024;
+  constexpr int kMessages = 600;  // at 256 bytes an entry, far beyond the budget
+  constexpr int kMarkerTag = 8;
+  EngineUnderAttack rank0(
+      [](transport::LocalEndpoint& local) { local.hello.limits.max_unexpected_bytes = kBudget; });
+  for (int i = 0; i < kMessages; ++i) rank0.send(FrameType::eager);
+  rank0.send(FrameType::eager, kPayload, 0, 0, 1, kMarkerTag);
+  rank0.wait_until_delivered();
+  // A progress round reads at most 64 frames: an unbounded engine reads the marker within ten.
+  for (int round = 0; round < 200; ++round) {
+    ASSERT_FALSE(rank0.engine().iprobe(*rank0.world(), false, 1, kMarkerTag).has_value())
+        << "the engine read past its unexpected budget (progress round " << round << ")";
+  }
+  char empty = 0;
+  for (int i = 0; i < kMessages; ++i) {
+    auto request = rank0.engine().irecv(rank0.world(), false, &empty, 0, 1, kTag);
+    rank0.wait(*request);
+    ASSERT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+  }
+  std::array<char, 16> buffer{};
+  auto marker =
+      rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kMarkerTag);
+  rank0.wait(*marker);
+  EXPECT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  EXPECT_EQ(std::string(buffer.data()), "secret");
+}
 
 // The peer's policy may refuse a message of ours that it reads while draining after its
 // GOODBYE: that DENY is legitimate and fails our synchronous send with a policy error.
