@@ -80,8 +80,17 @@ std::shared_ptr<const CommState> split_communicator(Engine& engine,
   // Even: p2p traffic; collective traffic uses context + 1. Groups of different colors share
   // it, as no rank is in two of them.
   const std::int64_t context = table[0][2];
-  if (context <= 0 || context % 2 != 0 || context > std::int64_t{UINT32_MAX} - 1) {
-    throw Error(ErrorClass::intern, "communicator creation: invalid context id from the root");
+  const int root_world = parent->world_ranks[0];
+  if (context <= 0 || context > std::int64_t{UINT32_MAX} - 1 ||
+      !engine.adopt_context(static_cast<std::uint32_t>(context), root_world)) {
+    throw Error(ErrorClass::intern, "communicator creation: rank " + std::to_string(root_world) +
+                                        " handed out context id " + std::to_string(context) +
+                                        ", which is not its own to give or is already in use");
+  }
+  const Entry& mine_back = table[static_cast<std::size_t>(parent->rank)];
+  if (parent->rank != 0 && (mine_back[0] != color || mine_back[1] != key)) {
+    throw Error(ErrorClass::intern, "communicator creation: rank " + std::to_string(root_world) +
+                                        " altered this rank's color or key");
   }
 
   struct Member {

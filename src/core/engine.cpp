@@ -25,6 +25,8 @@ constexpr unsigned kFullPollEvery = 8;
 // Captured audit records a spinning waiter renders per round (about a microsecond each).
 constexpr std::size_t kAuditRecordsPerSpin = 1;
 constexpr std::size_t kMaxAbortReason = 4096;
+// Context index (context / 2) of the first communicator created at run time; 0: world, 1: self.
+constexpr std::uint64_t kFirstContextIndex = 2;
 constexpr std::size_t kMaxDenyReason = 256;
 // A rank whose messages the policy has refused this many times is treated as hostile and cut
 // off: each refusal costs an audit record and possibly a DENY reply, so without a bound a
@@ -123,8 +125,14 @@ void Engine::part_done(const std::shared_ptr<RequestState>& request, std::error_
                        int peer) {
   if (request->done.load(std::memory_order_relaxed)) return;
   if (ec) {
+    // A channel failed for a protocol violation fails its queued sends before fail_peer runs:
+    // name the violation rather than the channel's generic error.
+    const Peer* failed = peers_[static_cast<std::size_t>(peer)].get();
+    const std::string why = failed != nullptr && !failed->violation_.empty()
+                                ? "protocol violation: " + failed->violation_
+                                : ec.message();
     complete(*request, ErrorClass::peer_failed,
-             "send to rank " + std::to_string(peer) + " failed: " + ec.message());
+             "send to rank " + std::to_string(peer) + " failed: " + why);
     return;
   }
   if (--request->pending_parts <= 0) complete(*request);
@@ -932,16 +940,27 @@ void Engine::request_abort(int code, const std::string& reason) {
 }
 
 std::uint32_t Engine::allocate_context() {
-  constexpr std::uint64_t kFirstIndex = 2;  // 0: world, 1: self
   constexpr std::uint64_t kIndexLimit = std::uint64_t{1} << 31;  // 2 * index + 1 fits 32 bits
   const std::uint64_t n = contexts_allocated_.fetch_add(1);
-  const std::uint64_t index = kFirstIndex + n * static_cast<std::uint64_t>(config_.world_size) +
+  const std::uint64_t index = kFirstContextIndex +
+                              n * static_cast<std::uint64_t>(config_.world_size) +
                               static_cast<std::uint64_t>(config_.world_rank);
   if (index >= kIndexLimit) {
     throw Error(ErrorClass::intern, "communicator context ids exhausted on this rank after " +
                                         std::to_string(n) + " communicators");
   }
   return static_cast<std::uint32_t>(2 * index);
+}
+
+bool Engine::adopt_context(std::uint32_t context, int root_world) {
+  const std::uint64_t index = context / 2;
+  if (context % 2 != 0 || index < kFirstContextIndex ||
+      (index - kFirstContextIndex) % static_cast<std::uint64_t>(config_.world_size) !=
+          static_cast<std::uint64_t>(root_world)) {
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  return contexts_adopted_.insert(context).second;
 }
 
 // --- policy and audit ----------------------------------------------------------------------
@@ -1037,7 +1056,10 @@ void Engine::drain_freed() {
 Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int peer,
                                 std::uint32_t context, std::uint16_t op, int tag,
                                 std::uint64_t bytes, std::uint64_t msg, const char* direction) {
-  const bool enforce = policy()->enforcing();
+  // A non-member's message, or an operation kind forged for its context, is refused even in
+  // audit mode: that mode relaxes the policy, never MPI's own communicator semantics.
+  const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
+                       verdict == Verdict::deny_op_context;
   if (audit::AuditLog* log = audit()) {
     audit::MessageRecord r;
     r.action = "policy.deny";
@@ -1191,6 +1213,9 @@ void Engine::Peer::begin_eager(const FrameHeader& header) {
 }
 
 bool Engine::Peer::out_of_place(const FrameHeader& header) {
+  // Failed while this round was reading its frames (its ABORT, a lost write): read no further,
+  // or frames behind an ABORT would still be delivered.
+  if (failed_) return true;
   if (header.source != static_cast<std::uint32_t>(world_rank_)) {
     violation_ = "frame claims source rank " + std::to_string(header.source);
     return true;
@@ -1201,7 +1226,33 @@ bool Engine::Peer::out_of_place(const FrameHeader& header) {
     violation_ = std::string(frame_type_name(header.type)) + " frame after GOODBYE";
     return true;
   }
+  // Applications cannot send negative tags (ANY_TAG is -1): such a message could only match
+  // wildcard receives, and would report a wildcard as its tag.
+  if ((header.type == FrameType::eager || header.type == FrameType::rts) &&
+      (header.context & 1u) == 0 && header.tag < 0) {
+    violation_ = "point-to-point message with tag " + std::to_string(header.tag);
+    return true;
+  }
   return false;
+}
+
+std::shared_ptr<RequestState> Engine::Peer::take_awaiting_sync(std::uint64_t id,
+                                                              const char* frame) {
+  const auto it = awaiting_sync_.find(id);
+  if (it == awaiting_sync_.end()) {
+    violation_ = std::string(frame) + " for unknown synchronous message " + std::to_string(id);
+    return nullptr;
+  }
+  // Its frame is fully written (one part left) before the peer can have read it. Completing a
+  // send whose frame is still queued would also let the application reuse the buffer that the
+  // queue will still encrypt from.
+  if (it->second->pending_parts > 1) {
+    violation_ = std::string(frame) + " for a message not sent yet";
+    return nullptr;
+  }
+  auto request = std::move(it->second);
+  awaiting_sync_.erase(it);
+  return request;
 }
 
 std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) {
@@ -1243,6 +1294,13 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
       auto& transfer = it->second;
       if (header.length > transfer.total - transfer.received) {
         violation_ = "DATA beyond the size announced by RTS";
+        return {};
+      }
+      const bool ends = header.length == transfer.total - transfer.received;
+      if (ends != ((header.flags & flags::kLast) != 0)) {
+        const std::string id = std::to_string(header.aux);
+        violation_ = ends ? "DATA frame ending transfer " + id + " without the LAST flag"
+                          : "LAST flag before the end of transfer " + id;
         return {};
       }
       inflight_data_id_ = header.aux;
@@ -1325,6 +1383,14 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     }
     case FrameType::rts: {
       const std::uint64_t id = header.sequence;
+      if (header.aux == 0) {  // empty messages go eagerly: no DATA would ever complete this
+        violation_ = "RTS announcing an empty message";
+        return errc::frame_unexpected;
+      }
+      if (header.aux > static_cast<std::uint64_t>(INT64_MAX)) {  // sizes and counts are signed
+        violation_ = "RTS announcing " + std::to_string(header.aux) + " bytes";
+        return errc::frame_unexpected;
+      }
       const Admit admit = e.admit(*this, header);
       if (cut_off()) return errc::frame_unexpected;
       if (admit == Admit::deny) {
@@ -1367,7 +1433,10 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       return {};
     }
     case FrameType::data: {
-      if (header.length == 0) return {};
+      if (header.length == 0) {  // never sent: every chunk of a rendezvous carries data
+        violation_ = "empty DATA frame for transfer " + std::to_string(header.aux);
+        return errc::frame_unexpected;
+      }
       const auto it = recv_rendezvous_.find(inflight_data_id_);
       if (it == recv_rendezvous_.end()) return errc::frame_unexpected;
       auto& transfer = it->second;
@@ -1392,13 +1461,8 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       return {};
     }
     case FrameType::sync_ack: {
-      const auto it = awaiting_sync_.find(header.aux);
-      if (it == awaiting_sync_.end()) {
-        violation_ = "SYNC_ACK for unknown message";
-        return errc::frame_unexpected;
-      }
-      auto request = std::move(it->second);
-      awaiting_sync_.erase(it);
+      auto request = take_awaiting_sync(header.aux, "SYNC_ACK");
+      if (!request) return errc::frame_unexpected;
       e.part_done(request, {}, world_rank_);
       return {};
     }
@@ -1408,13 +1472,8 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                               " refused the message by policy: " +
                               std::string(payload.begin(), payload.end());
       if ((header.flags & flags::kSynchronous) != 0) {
-        const auto it = awaiting_sync_.find(header.aux);
-        if (it == awaiting_sync_.end()) {
-          violation_ = "DENY for unknown synchronous message";
-          return errc::frame_unexpected;
-        }
-        auto request = std::move(it->second);
-        awaiting_sync_.erase(it);
+        auto request = take_awaiting_sync(header.aux, "DENY");
+        if (!request) return errc::frame_unexpected;
         e.complete(*request, ErrorClass::policy, why);
         return {};
       }

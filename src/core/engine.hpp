@@ -57,6 +57,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/collective_kind.hpp"
@@ -160,6 +161,10 @@ class Engine {
   /// communicators created concurrently in several threads never share an id, without any
   /// agreement round. Throws sempi::Error when this rank's share is used up.
   std::uint32_t allocate_context();
+  /// For a communicator being created with `context`, handed out by world rank `root_world`:
+  /// true if the id is from that rank's share and was not handed out before (a hostile root
+  /// could otherwise make two communicators share one context and cross their traffic).
+  bool adopt_context(std::uint32_t context, int root_world);
 
   /// Non-empty if the job was aborted; operations then fail with this reason.
   [[nodiscard]] std::string abort_reason() const;
@@ -248,6 +253,9 @@ class Engine {
     // True (and violation_ set) if this frame may not come from this peer now: a forged
     // source, or anything but DENY and ABORT after its GOODBYE.
     bool out_of_place(const transport::FrameHeader& header);
+    // The synchronous send that SYNC_ACK or DENY (`frame`) answers, taken out of
+    // awaiting_sync_; null (violation_ set) if there is none or its frame is not sent yet.
+    std::shared_ptr<RequestState> take_awaiting_sync(std::uint64_t id, const char* frame);
     // Matches an arriving eager message against posted receives, or prepares an unexpected one.
     void begin_eager(const transport::FrameHeader& header);
 
@@ -358,6 +366,7 @@ class Engine {
   std::list<Unexpected> unexpected_;
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;
+  std::unordered_set<std::uint32_t> contexts_adopted_;  // see adopt_context
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
   std::atomic<std::uint32_t> contexts_allocated_{0};
   std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references

@@ -17,7 +17,10 @@
 #include <string>
 #include <thread>
 
+#include "core/comm_factory.hpp"
 #include "core/engine.hpp"
+#include "policy/policy.hpp"
+#include "policy/policy_document.hpp"
 #include "support/established_peer.hpp"
 #include "support/temp_dir.hpp"
 
@@ -32,12 +35,16 @@ constexpr int kTag = 7;
 // Rank 0's engine on the accepted channel, with an audit log, and rank 1's raw TLS stream.
 class EngineUnderAttack {
  public:
-  explicit EngineUnderAttack(const EstablishedPeer::ServerTweak& tweak = {}) : peer_(tweak) {
+  explicit EngineUnderAttack(const EstablishedPeer::ServerTweak& tweak = {},
+                             std::shared_ptr<const policy::Policy> policy = nullptr)
+      : peer_(tweak) {
     std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
     channels.emplace_back();
     channels.push_back(peer_.server.take_channel());
+    server_fd_ = channels.back()->native_handle();
     channels.resize(peer_.job.world_size());
     detail::EngineConfig config;
+    config.policy = std::move(policy);
     config.world_rank = 0;
     config.world_size = static_cast<int>(peer_.job.world_size());
     config.audit = audit::AuditLog::create(dir_.path() / "rank-0.audit",
@@ -61,8 +68,24 @@ class EngineUnderAttack {
     h.source = source;
     h.tag = tag;
     h.aux = aux;
+    send(h, payload);
+  }
+  /// The same for a header filled in by the caller (its sequence and length are set here).
+  void send(FrameHeader h, std::span<const std::uint8_t> payload) {
     h.sequence = next_sequence_++;
     ASSERT_TRUE(peer_.client.write_frame(h, payload));
+  }
+  /// Frames from rank 1 in one TLS record, so that rank 0 reads them in one round.
+  void send_together(std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> frames) {
+    std::vector<std::uint8_t> bytes;
+    for (auto& [h, payload] : frames) {
+      h.sequence = next_sequence_++;
+      h.length = payload.size();
+      const auto encoded = transport::encode_frame_header(h);
+      bytes.insert(bytes.end(), encoded.begin(), encoded.end());
+      bytes.insert(bytes.end(), payload.begin(), payload.end());
+    }
+    ASSERT_TRUE(peer_.client.write(bytes));
   }
 
   /// Waits for the request, bounded: if the engine never completes it, rank 1's socket is shut
@@ -74,6 +97,14 @@ class EngineUnderAttack {
       waiter.wait();
       FAIL() << "the engine did not complete the request";
     }
+  }
+
+  /// Shrinks the socket buffers of the connection, so that little of what rank 0 sends fits
+  /// in it while rank 1 reads nothing.
+  void shrink_socket_buffers() {
+    const int small = 4096;
+    ASSERT_EQ(::setsockopt(server_fd_, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    ASSERT_EQ(::setsockopt(peer_.client.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
   }
 
   /// Waits (bounded) until everything rank 1 wrote sits in rank 0's socket: on loopback, sent
@@ -104,6 +135,7 @@ class EngineUnderAttack {
   std::shared_ptr<audit::AuditLog> audit_;
   std::unique_ptr<detail::Engine> engine_;
   std::shared_ptr<detail::CommState> world_;
+  int server_fd_ = -1;
   std::uint64_t next_sequence_ = 1;  // 0 was HELLO
 };
 
@@ -148,13 +180,35 @@ const std::vector<HostileCase>& hostile_cases() {
       // Identity: the channel's authenticated peer is the only possible source.
       {"ForgedSource", [](auto& r) { r.send(FT::eager, kPayload, 0, 0, /*source=*/2); },
        "frame claims source rank 2"},
+      {"NegativePointToPointTag", [](auto& r) { r.send(FT::eager, kPayload, 0, 0, 1, -1); },
+       "point-to-point message with tag -1"},
       // Answers to nothing we sent.
       {"DataForUnknownTransfer", [](auto& r) { r.send(FT::data, kPayload, 99); },
        "DATA frame for unknown transfer 99"},
       {"CtsForUnknownTransfer", [](auto& r) { r.send(FT::cts, {}, 99); },
        "CTS for unknown transfer 99"},
       {"SyncAckForUnknownMessage", [](auto& r) { r.send(FT::sync_ack, {}, 99); },
-       "SYNC_ACK for unknown message"},
+       "SYNC_ACK for unknown synchronous message 99"},
+      {"DenyForUnknownSynchronousMessage",
+       [](auto& r) { r.send(FT::deny, {}, 99, transport::frame_flags::kSynchronous); },
+       "DENY for unknown synchronous message 99"},
+      {"EmptyDataFrame", [](auto& r) { r.send(FT::data, {}, 99); },
+       "empty DATA frame for transfer 99"},
+      // A rendezvous announced by rank 1 (its RTS is frame 1, so the transfer's id is 1) and
+      // matched by the posted receive: DATA must flag exactly its last chunk.
+      {"DataEndingWithoutTheLastFlag",
+       [](auto& r) { r.send(FT::rts, {}, kPayload.size()); r.send(FT::data, kPayload, 1); },
+       "DATA frame ending transfer 1 without the LAST flag"},
+      {"LastFlagBeforeTheEnd",
+       [](auto& r) {
+         r.send(FT::rts, {}, 2 * kPayload.size());
+         r.send(FT::data, kPayload, 1, transport::frame_flags::kLast);
+       },
+       "LAST flag before the end of transfer 1"},
+      {"RtsAnnouncingAnImpossibleSize", [](auto& r) { r.send(FT::rts, {}, 1ull << 63); },
+       "RTS announcing 9223372036854775808 bytes"},
+      {"RtsForAnEmptyMessage", [](auto& r) { r.send(FT::rts, {}, 0); },
+       "RTS announcing an empty message"},
       {"DenyForUnknownTransfer", [](auto& r) { r.send(FT::deny, {}, 99); },
        "DENY for unknown transfer 99"},
       // Start-up frames, sizes and payloads out of place.
@@ -262,6 +316,162 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
   EXPECT_EQ(request->status.error, ErrorClass::peer_failed);
   EXPECT_NE(rank0.engine().abort_reason().find(reason), std::string::npos)
       << rank0.engine().abort_reason();
+}
+
+std::span<const std::uint8_t> text_bytes(const std::string& text) {
+  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+
+// A synchronous send whose frame is still queued here cannot have been read by the peer, so a
+// DENY for it is forged. Accepting it would complete the send while the queue still encrypts
+// from the application's buffer, which the application may then free or reuse.
+TEST(EngineFrames, DenyForAMessageStillQueuedIsAProtocolViolation) {
+  EngineUnderAttack rank0;
+  rank0.shrink_socket_buffers();
+  // Rank 1 reads nothing: these fill the connection, so what follows stays queued at rank 0.
+  const std::vector<std::uint8_t> bulk(60000, 1);
+  std::vector<std::shared_ptr<detail::RequestState>> sends;
+  for (int i = 0; i < 64; ++i) {
+    sends.push_back(rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, bulk.data(),
+                                         bulk.size(), 1, kTag, false));
+  }
+  const std::vector<std::uint8_t> secret(60000, 's');
+  auto ssend = rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, secret.data(),
+                                    secret.size(), 1, kTag, /*synchronous=*/true);
+  rank0.send(FrameType::deny, text_bytes("refused"), /*aux=*/1,  // sync ids count from 1
+             transport::frame_flags::kSynchronous);
+  rank0.wait(*ssend);
+  EXPECT_EQ(ssend->status.error, ErrorClass::peer_failed) << ssend->error_message;
+  EXPECT_NE(ssend->error_message.find("protocol violation: DENY for a message not sent yet"),
+            std::string::npos)
+      << ssend->error_message;
+  for (const auto& send : sends) rank0.wait(*send);  // the closed channel lets go of `bulk`
+}
+
+// Frames behind an ABORT, in the same read, are not delivered: the job is over.
+TEST(EngineFrames, FramesAfterAbortAreNotDelivered) {
+  EngineUnderAttack rank0;
+  FrameHeader abort;
+  abort.type = FrameType::abort;
+  abort.source = 1;
+  FrameHeader eager;
+  eager.source = 1;
+  eager.tag = kTag;
+  const std::string reason = "rank 2 failed";
+  rank0.send_together({{abort, std::vector<std::uint8_t>(reason.begin(), reason.end())},
+                       {eager, kPayload}});
+  // The job aborted: a receive fails instead of matching what followed the ABORT.
+  auto aborted = std::async(std::launch::async, [&] {
+    while (rank0.engine().abort_reason().empty()) {
+      (void)rank0.engine().iprobe(*rank0.world(), false, 1, kTag + 1);
+    }
+  });
+  ASSERT_EQ(aborted.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  std::array<char, 16> buffer{};
+  auto request = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*request);
+  EXPECT_EQ(request->status.error, ErrorClass::peer_failed) << request->error_message;
+  EXPECT_EQ(buffer[0], 0) << "a message sent after ABORT was delivered";
+}
+
+// Communicator creation where rank 1 is the parent's rank 0 (the root, which hands out the new
+// context id) and lies in its table.
+class HostileRoot {
+ public:
+  explicit HostileRoot(EngineUnderAttack& rank0) : rank0_(rank0) {}
+
+  /// Runs a split (color 0, key 0) at rank 0 while rank 1 answers with `table`; returns the
+  /// error that the split raised ("" if it succeeded).
+  std::string split(std::vector<std::array<std::int64_t, 3>> table) {
+    auto created = std::async(std::launch::async, [&]() -> std::string {
+      try {
+        detail::split_communicator(rank0_.engine(), parent_, 0, 0, "hostile");
+        return "";
+      } catch (const Error& e) {
+        return e.what();
+      }
+    });
+    std::vector<std::uint8_t> entry;
+    FrameHeader header;
+    EXPECT_TRUE(rank0_.client().read_frame(entry, next_in_++, &header));
+    FrameHeader reply;
+    reply.context = parent_->collective_context();
+    reply.source = 1;
+    reply.tag = header.tag;
+    reply.op = header.op;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(table.data());
+    rank0_.send(reply, {bytes, table.size() * sizeof table[0]});
+    if (created.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      ::shutdown(rank0_.client().fd(), SHUT_RDWR);
+      return "split did not finish";
+    }
+    return created.get();
+  }
+
+ private:
+  EngineUnderAttack& rank0_;
+  // The parent: world rank 1 is its rank 0; this engine (world rank 0) is its rank 1.
+  std::shared_ptr<const detail::CommState> parent_ =
+      std::make_shared<detail::CommState>(0, std::vector<int>{1, 0}, 0, "parent");
+  std::uint64_t next_in_ = 1;  // rank 0's frames to rank 1; 0 was HELLO
+};
+
+// Context ids of world rank 1 in a 4-rank job: 2 * (2 + 4n + 1), see Engine::allocate_context.
+constexpr std::int64_t kRank1Context = 6;
+constexpr std::int64_t kRank0Context = 4;
+
+TEST(EngineFrames, SplitRefusesAContextNotInTheRootsShare) {
+  EngineUnderAttack rank0;
+  HostileRoot root(rank0);
+  const std::string error = root.split({{0, 0, kRank0Context}, {0, 0, 0}});
+  EXPECT_NE(error.find("handed out context id 4, which is not its own to give"), std::string::npos)
+      << error;
+}
+
+TEST(EngineFrames, SplitRefusesAContextHandedOutTwice) {
+  EngineUnderAttack rank0;
+  HostileRoot root(rank0);
+  EXPECT_EQ(root.split({{0, 0, kRank1Context}, {0, 0, 0}}), "");
+  const std::string error = root.split({{0, 0, kRank1Context}, {0, 0, 0}});
+  EXPECT_NE(error.find("is already in use"), std::string::npos) << error;
+}
+
+TEST(EngineFrames, SplitRefusesATableThatAltersThisRanksEntry) {
+  EngineUnderAttack rank0;
+  HostileRoot root(rank0);
+  const std::string error = root.split({{0, 0, kRank1Context}, {5, 0, 0}});
+  EXPECT_NE(error.find("altered this rank's color or key"), std::string::npos) << error;
+}
+
+// Audit mode relaxes the policy, not MPI's communicator semantics: a message on a communicator
+// its sender is not a member of is still refused (and recorded as enforced, not dry run).
+TEST(EngineFrames, AuditModeStillRefusesNonMembers) {
+  auto document = policy::PolicyDocument::parse(R"({
+    "version": 1, "mode": "audit", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "limits": {}, "audit": {"messages": "off"}})",
+                                                "test");
+  EngineUnderAttack rank0({}, std::make_shared<const policy::Policy>(policy::Policy::compile(document)));
+  rank0.engine().register_comm(*rank0.world());
+  // A communicator of world ranks 0 and 2 only.
+  auto pair = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 2}, 0, "pair");
+  rank0.engine().register_comm(*pair);
+  FrameHeader intruder;
+  intruder.context = kRank0Context;
+  intruder.source = 1;
+  intruder.tag = kTag;
+  rank0.send(intruder, kPayload);
+  rank0.send(FrameType::eager, kPayload);  // on the world: arrives after the intruder
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  EXPECT_FALSE(rank0.engine().iprobe(*pair, false, ANY_SOURCE, ANY_TAG).has_value())
+      << "a non-member's message was accepted in audit mode";
+  const std::string audit = rank0.audit_text();
+  EXPECT_NE(audit.find("policy.deny"), std::string::npos) << audit;
+  EXPECT_EQ(audit.find("\"dry_run\":true"), std::string::npos) << audit;
 }
 
 }  // namespace
