@@ -33,6 +33,8 @@ constexpr std::size_t kMaxDenyReason = 256;
 // compromised rank could fill the receiver's memory and disk. An honest program stops at its
 // first refusal (its send fails).
 constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
+const std::string kCutOffAsHostile = std::to_string(kRefusalsBeforeCutoff) +
+                                     " of its messages were refused by policy; cut off as hostile";
 // sempirun reports "rank R called abort (code 1): policy violation: ...".
 constexpr int kPolicyAbortCode = 1;
 
@@ -1107,8 +1109,7 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
                                    header.tag, bytes, header.sequence, "receive");
   if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
     // The frame handler sees the violation and fails the channel (see Peer::cut_off).
-    peer.violation_ = std::to_string(kRefusalsBeforeCutoff) +
-                      " of its messages were refused by policy; cut off as hostile";
+    peer.violation_ = kCutOffAsHostile;
   }
   return decision;
 }
@@ -1130,6 +1131,7 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous) {
 void Engine::decide_undecided(std::uint32_t base_context) {
   const CommEntry* entry = find_entry(base_context);
   if (entry == nullptr) return;
+  std::vector<Peer*> cut_off;  // failed after the loop: failing a peer edits unexpected_
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
     if (!it->undecided || (it->context >> 1) != (base_context >> 1)) {
       ++it;
@@ -1161,9 +1163,14 @@ void Engine::decide_undecided(std::uint32_t base_context) {
       } else if (it->synchronous) {
         send_deny(*peer, it->sync_id, true);
       }
+      // Refusals decided late count like those decided on arrival (see admit).
+      if (decision == Admit::deny && ++peer->refusals_ == kRefusalsBeforeCutoff) {
+        cut_off.push_back(peer);
+      }
     }
     it = unexpected_.erase(it);
   }
+  for (Peer* peer : cut_off) fail_peer(*peer, "protocol violation: " + kCutOffAsHostile);
 }
 
 void Engine::audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,

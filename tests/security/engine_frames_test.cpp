@@ -443,16 +443,49 @@ TEST(EngineFrames, SplitRefusesATableThatAltersThisRanksEntry) {
   EXPECT_NE(error.find("altered this rank's color or key"), std::string::npos) << error;
 }
 
+std::shared_ptr<const policy::Policy> policy_from(const std::string& text) {
+  return std::make_shared<const policy::Policy>(
+      policy::Policy::compile(policy::PolicyDocument::parse(text, "test")));
+}
+
+// Messages for a communicator not created here yet are decided when it is; refused then, they
+// count towards the hostile cut-off like refusals decided on arrival.
+TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
+  EngineUnderAttack rank0({}, policy_from(R"({
+    "version": 1, "mode": "enforce", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "limits": {}, "audit": {"messages": "off"}})"));
+  rank0.engine().register_comm(*rank0.world());
+  FrameHeader early;
+  early.context = kRank0Context;
+  early.source = 1;
+  early.tag = kTag;
+  for (int i = 0; i < 1000; ++i) rank0.send(early, {});
+  rank0.send(FrameType::eager, kPayload);  // on the world, after all of them
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  // The communicator the early messages were for: no rule names it, so all are refused now.
+  auto unnamed =
+      std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "unnamed");
+  rank0.engine().register_comm(*unnamed);
+  auto next = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*next);
+  EXPECT_EQ(next->status.error, ErrorClass::peer_failed);
+  EXPECT_NE(next->error_message.find("cut off as hostile"), std::string::npos)
+      << next->error_message;
+}
+
 // Audit mode relaxes the policy, not MPI's communicator semantics: a message on a communicator
 // its sender is not a member of is still refused (and recorded as enforced, not dry run).
 TEST(EngineFrames, AuditModeStillRefusesNonMembers) {
-  auto document = policy::PolicyDocument::parse(R"({
+  EngineUnderAttack rank0({}, policy_from(R"({
     "version": 1, "mode": "audit", "on_violation": "drop",
     "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
     "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "limits": {}, "audit": {"messages": "off"}})",
-                                                "test");
-  EngineUnderAttack rank0({}, std::make_shared<const policy::Policy>(policy::Policy::compile(document)));
+    "limits": {}, "audit": {"messages": "off"}})"));
   rank0.engine().register_comm(*rank0.world());
   // A communicator of world ranks 0 and 2 only.
   auto pair = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 2}, 0, "pair");
