@@ -24,9 +24,9 @@ constexpr std::size_t kFramesPerRound = 64;
 constexpr unsigned kFullPollEvery = 8;
 // Captured audit records a spinning waiter renders per round (about a microsecond each).
 constexpr std::size_t kAuditRecordsPerSpin = 1;
-constexpr std::size_t kMaxAbortReason = 4096;
 // Context index (context / 2) of the first communicator created at run time; 0: world, 1: self.
 constexpr std::uint64_t kFirstContextIndex = 2;
+constexpr std::size_t kMaxAbortReason = 4096;
 constexpr std::size_t kMaxDenyReason = 256;
 // A rank whose messages the policy has refused this many times is treated as hostile and cut
 // off: each refusal costs an audit record and possibly a DENY reply, so without a bound a

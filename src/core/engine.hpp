@@ -250,8 +250,9 @@ class Engine {
     std::span<std::uint8_t> payload_buffer(const transport::FrameHeader& header) override;
     std::error_code on_frame(const transport::FrameHeader& header,
                              std::span<std::uint8_t> payload) override;
-    // True (and violation_ set) if this frame may not come from this peer now: a forged
-    // source, or anything but DENY and ABORT after its GOODBYE.
+    // True if this frame may not come from this peer now (violation_ says why): a forged
+    // source, anything but DENY and ABORT after its GOODBYE, a negative point-to-point tag;
+    // also (with no violation) anything once the peer failed during this read round.
     bool out_of_place(const transport::FrameHeader& header);
     // The synchronous send that SYNC_ACK or DENY (`frame`) answers, taken out of
     // awaiting_sync_; null (violation_ set) if there is none or its frame is not sent yet.

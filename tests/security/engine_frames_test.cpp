@@ -443,7 +443,15 @@ TEST(EngineFrames, SplitRefusesATableThatAltersThisRanksEntry) {
   EXPECT_NE(error.find("altered this rank's color or key"), std::string::npos) << error;
 }
 
-std::shared_ptr<const policy::Policy> policy_from(const std::string& text) {
+// Every rank may talk to every rank, on the communicators named `communicators` (a name or
+// "*"), in `mode` ("enforce" or "audit").
+std::shared_ptr<const policy::Policy> policy_for(const std::string& mode,
+                                                 const std::string& communicators) {
+  const std::string text = R"({"version": 1, "mode": ")" + mode + R"(", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": ")" + communicators +
+                           R"(", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "limits": {}, "audit": {"messages": "off"}})";
   return std::make_shared<const policy::Policy>(
       policy::Policy::compile(policy::PolicyDocument::parse(text, "test")));
 }
@@ -451,11 +459,7 @@ std::shared_ptr<const policy::Policy> policy_from(const std::string& text) {
 // Messages for a communicator not created here yet are decided when it is; refused then, they
 // count towards the hostile cut-off like refusals decided on arrival.
 TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
-  EngineUnderAttack rank0({}, policy_from(R"({
-    "version": 1, "mode": "enforce", "on_violation": "drop",
-    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "limits": {}, "audit": {"messages": "off"}})"));
+  EngineUnderAttack rank0({}, policy_for("enforce", "world"));
   rank0.engine().register_comm(*rank0.world());
   FrameHeader early;
   early.context = kRank0Context;
@@ -481,11 +485,7 @@ TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
 // Audit mode relaxes the policy, not MPI's communicator semantics: a message on a communicator
 // its sender is not a member of is still refused (and recorded as enforced, not dry run).
 TEST(EngineFrames, AuditModeStillRefusesNonMembers) {
-  EngineUnderAttack rank0({}, policy_from(R"({
-    "version": 1, "mode": "audit", "on_violation": "drop",
-    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "limits": {}, "audit": {"messages": "off"}})"));
+  EngineUnderAttack rank0({}, policy_for("audit", "*"));
   rank0.engine().register_comm(*rank0.world());
   // A communicator of world ranks 0 and 2 only.
   auto pair = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 2}, 0, "pair");
