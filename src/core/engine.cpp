@@ -28,12 +28,7 @@ constexpr std::size_t kAuditRecordsPerSpin = 1;
 constexpr std::uint64_t kFirstContextIndex = 2;
 constexpr std::size_t kMaxAbortReason = 4096;
 constexpr std::size_t kMaxDenyReason = 256;
-// A rank whose messages the policy has refused this many times is treated as hostile and cut
-// off: each refusal costs an audit record and possibly a DENY reply, so without a bound a
-// compromised rank could fill the receiver's memory and disk. An honest program stops at its
-// first refusal (its send fails).
-constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
-const std::string kCutOffAsHostile = std::to_string(kRefusalsBeforeCutoff) +
+const std::string kCutOffAsHostile = std::to_string(Engine::kRefusalsBeforeCutoff) +
                                      " of its messages were refused by policy; cut off as hostile";
 // sempirun reports "rank R called abort (code 1): policy violation: ...".
 constexpr int kPolicyAbortCode = 1;
@@ -97,6 +92,12 @@ Engine::~Engine() {
   }
   kick();
   background_.join();
+  // Closing a channel completes its queued sends (part_done), which reads its peer: close them
+  // all while every peer is still whole.
+  closed_channels_.clear();
+  for (auto& peer : peers_) {
+    if (peer) peer->channel_.reset();
+  }
 }
 
 // --- small helpers -------------------------------------------------------------------------
@@ -1131,7 +1132,9 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous) {
 void Engine::decide_undecided(std::uint32_t base_context) {
   const CommEntry* entry = find_entry(base_context);
   if (entry == nullptr) return;
-  std::vector<Peer*> cut_off;  // failed after the loop: failing a peer edits unexpected_
+  // Refused messages leave the queue first and are answered after the walk: answering may
+  // fail a peer (a DENY that cannot be written), and failing a peer edits unexpected_.
+  std::list<Unexpected> refused;
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
     if (!it->undecided || (it->context >> 1) != (base_context >> 1)) {
       ++it;
@@ -1153,24 +1156,24 @@ void Engine::decide_undecided(std::uint32_t base_context) {
       ++it;
       continue;
     }
-    Peer* peer = it->source == config_.world_rank
-                     ? nullptr
-                     : peers_[static_cast<std::size_t>(it->source)].get();
-    if (peer != nullptr) {
-      account_unexpected(*peer, -it->budget_cost());
-      if (it->rendezvous) {
-        send_deny(*peer, it->rendezvous_id, false);
-      } else if (it->synchronous) {
-        send_deny(*peer, it->sync_id, true);
-      }
-      // Refusals decided late count like those decided on arrival (see admit).
-      if (decision == Admit::deny && ++peer->refusals_ == kRefusalsBeforeCutoff) {
-        cut_off.push_back(peer);
-      }
-    }
-    it = unexpected_.erase(it);
+    refused.splice(refused.end(), unexpected_, it++);
   }
-  for (Peer* peer : cut_off) fail_peer(*peer, "protocol violation: " + kCutOffAsHostile);
+  for (const Unexpected& message : refused) {
+    if (message.source == config_.world_rank) continue;
+    Peer* peer = peers_[static_cast<std::size_t>(message.source)].get();
+    if (peer == nullptr || peer->failed_) continue;
+    account_unexpected(*peer, -message.budget_cost());
+    if (message.rendezvous) {
+      send_deny(*peer, message.rendezvous_id, false);
+    } else if (message.synchronous) {
+      send_deny(*peer, message.sync_id, true);
+    }
+    // Refusals decided late count like those decided on arrival (see admit).
+    if (!peer->failed_ && ++peer->refusals_ == kRefusalsBeforeCutoff) {
+      peer->violation_ = kCutOffAsHostile;  // names the cause in its failed queued sends too
+      fail_peer(*peer, "protocol violation: " + kCutOffAsHostile);
+    }
+  }
 }
 
 void Engine::audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,

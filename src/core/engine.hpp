@@ -99,6 +99,12 @@ struct MatchedMessage;
 
 class Engine {
  public:
+  /// A rank whose messages the policy has refused this many times is treated as hostile and
+  /// cut off: each refusal costs an audit record and possibly a DENY reply, so without a bound
+  /// a compromised rank could fill the receiver's memory and disk. An honest program stops at
+  /// its first refusal (its send fails).
+  static constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
+
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
   /// launcher connection (or -1 for a singleton). Starts the background progress thread.
   Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
@@ -367,7 +373,9 @@ class Engine {
   std::list<Unexpected> unexpected_;
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;
-  std::unordered_set<std::uint32_t> contexts_adopted_;  // see adopt_context
+  // See adopt_context. One entry per communicator this rank ever joined (ids are never
+  // reused, so none can leave): a few dozen bytes each.
+  std::unordered_set<std::uint32_t> contexts_adopted_;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
   std::atomic<std::uint32_t> contexts_allocated_{0};
   std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references

@@ -754,18 +754,19 @@ bool CommDecisions::tag_allowed(int tag) const noexcept {
 
 Verdict CommDecisions::check(int peer, std::uint16_t op, bool collective_context, int tag,
                              std::uint64_t bytes) const noexcept {
-  if (rule_ < 0) return Verdict::deny_comm_unknown;
+  // MPI's own semantics first: they hold whatever the rules say, and in audit mode too (the
+  // engine enforces these two verdicts in every mode).
   if (peer < 0 || static_cast<std::size_t>(peer) >= member_.size() ||
       member_[static_cast<std::size_t>(peer)] == 0) {
     return Verdict::deny_not_member;
   }
+  if ((op == 0) == collective_context) return Verdict::deny_op_context;
+  if (rule_ < 0) return Verdict::deny_comm_unknown;
   if (peer_ok_[static_cast<std::size_t>(peer)] == 0) return Verdict::deny_segment;
   if (op == 0) {
-    if (collective_context) return Verdict::deny_op_context;
     if (!any_tag_ && !ranges_contain(tags_, tag)) return Verdict::deny_tag;
-  } else {
-    if (!collective_context) return Verdict::deny_op_context;
-    if (op > kMaxOpKind || (ops_ & (1u << op)) == 0) return Verdict::deny_op;
+  } else if (op > kMaxOpKind || (ops_ & (1u << op)) == 0) {
+    return Verdict::deny_op;
   }
   if (bytes > max_bytes_) return Verdict::deny_size;
   return Verdict::allow;

@@ -156,8 +156,12 @@ TEST(PolicyDecisions, CompiledTableAgreesAndRejectsForgedFrames) {
   const auto sub = p.compile_comm("world.split", {2, 3}, 2, 8);
   EXPECT_EQ(sub->check(1, kP2p, false, 0, 0), Verdict::deny_not_member);
   EXPECT_EQ(sub->check(3, kAllreduce, true, 0, 0), Verdict::allow);
-  EXPECT_EQ(p.compile_comm("nameless", {2, 3}, 2, 8)->check(3, kP2p, false, 0, 0),
-            Verdict::deny_comm_unknown);
+  const auto nameless = p.compile_comm("nameless", {2, 3}, 2, 8);
+  EXPECT_EQ(nameless->check(3, kP2p, false, 0, 0), Verdict::deny_comm_unknown);
+  // Membership and the operation's context come before the rules: audit mode, which relaxes
+  // only the rules, still refuses these on a communicator no rule names.
+  EXPECT_EQ(nameless->check(1, kP2p, false, 0, 0), Verdict::deny_not_member);
+  EXPECT_EQ(nameless->check(3, kBarrier, false, 0, 0), Verdict::deny_op_context);
 }
 
 TEST(PolicyDecisions, MembershipAndCommunicatorCreation) {
