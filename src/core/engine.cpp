@@ -132,7 +132,7 @@ void Engine::part_done(const std::shared_ptr<RequestState>& request, std::error_
     // name the violation rather than the channel's generic error.
     const Peer* failed = peers_[static_cast<std::size_t>(peer)].get();
     const std::string why = failed != nullptr && !failed->violation_.empty()
-                                ? "protocol violation: " + failed->violation_
+                                ? failed->violation_reason()
                                 : ec.message();
     complete(*request, ErrorClass::peer_failed,
              "send to rank " + std::to_string(peer) + " failed: " + why);
@@ -730,7 +730,7 @@ void Engine::read_peer(Peer& peer) {
   if (auto ec = peer.channel_->read_available(peer, kFramesPerRound); ec) {
     std::string reason = peer.channel_ ? peer.channel_->failure().message() : ec.message();
     if (!peer.violation_.empty()) {
-      reason = "protocol violation: " + peer.violation_;
+      reason = peer.violation_reason();
       peer.said_goodbye_ = false;  // a violation is a failure even after a GOODBYE
     }
     fail_peer(peer, reason);
@@ -1171,7 +1171,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
     // Refusals decided late count like those decided on arrival (see admit).
     if (!peer->failed_ && ++peer->refusals_ == kRefusalsBeforeCutoff) {
       peer->violation_ = kCutOffAsHostile;  // names the cause in its failed queued sends too
-      fail_peer(*peer, "protocol violation: " + kCutOffAsHostile);
+      fail_peer(*peer, peer->violation_reason());
     }
   }
 }
@@ -1345,7 +1345,9 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
 std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                                        std::span<std::uint8_t> payload) {
   Engine& e = engine_;
-  if (out_of_place(header)) return errc::frame_unexpected;
+  // A frame with a payload was checked by payload_buffer, and nothing since can change the
+  // verdict: a peer failed meanwhile has its channel closed, so its frames are not read on.
+  if (header.length == 0 && out_of_place(header)) return errc::frame_unexpected;
   switch (header.type) {
     case FrameType::eager: {
       if (header.length == 0) {

@@ -278,6 +278,9 @@ class Engine {
     std::uint32_t refusals_ = 0;  // its messages the policy refused
     // A violation fails the channel as soon as the frame handler returns.
     [[nodiscard]] bool cut_off() const { return !violation_.empty(); }
+    [[nodiscard]] std::string violation_reason() const {
+      return "protocol violation: " + violation_;
+    }
     // The frame whose payload is being read.
     std::shared_ptr<RequestState> inflight_recv_;
     std::optional<Unexpected> inflight_unexpected_;

@@ -141,6 +141,10 @@ class EngineUnderAttack {
 
 const std::vector<std::uint8_t> kPayload{'s', 'e', 'c', 'r', 'e', 't'};
 
+std::span<const std::uint8_t> text_bytes(const std::string& text) {
+  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+
 // The control case: a message before GOODBYE is delivered as usual.
 TEST(EngineFrames, MessageBeforeGoodbyeIsDelivered) {
   EngineUnderAttack rank0;
@@ -305,7 +309,7 @@ TEST(EngineFrames, DenyAfterGoodbyeFailsTheRefusedSend) {
   ASSERT_NE(eager.flags & transport::frame_flags::kSynchronous, 0);
   rank0.send(FrameType::goodbye);
   const std::string reason = "not on this communicator";
-  rank0.send(FrameType::deny, std::span(reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()),
+  rank0.send(FrameType::deny, text_bytes(reason),
              eager.aux, transport::frame_flags::kSynchronous);
   rank0.wait(*send);
   EXPECT_EQ(send->status.error, ErrorClass::policy) << send->error_message;
@@ -319,15 +323,11 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
   auto request = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
   rank0.send(FrameType::goodbye);
   const std::string reason = "rank 3 failed";
-  rank0.send(FrameType::abort, std::span(reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()));
+  rank0.send(FrameType::abort, text_bytes(reason));
   rank0.wait(*request);
   EXPECT_EQ(request->status.error, ErrorClass::peer_failed);
   EXPECT_NE(rank0.engine().abort_reason().find(reason), std::string::npos)
       << rank0.engine().abort_reason();
-}
-
-std::span<const std::uint8_t> text_bytes(const std::string& text) {
-  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
 }
 
 // A synchronous send whose frame is still queued here cannot have been read by the peer, so a
