@@ -50,7 +50,7 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
 
   const auto refuse = [&](const std::string& reason) {
     spdlog::warn("sempi[rank {}]: refused a connection: {}", my_rank, reason);
-    audit("connection.refuse", false, -1, reason);
+    audit("connection.refuse", false, -1, reason, nullptr);
   };
 
   const auto handshake = [&](UniqueFd socket, Handshake* self) {
@@ -88,9 +88,10 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
       return;
     }
     const auto rank = channel->peer().rank;
-    audit("connection.accept", true, static_cast<int>(rank), channel->cipher());
+    audit("connection.accept", true, static_cast<int>(rank), channel->cipher(),
+          channel->transport());
     channels[rank] = std::move(channel);
-    if (--remaining == 0) ::shutdown(listener.native_handle(), SHUT_RDWR);  // wakes accept()
+    if (--remaining == 0) listener.shutdown();  // wakes accept()
   };
 
   std::string failure;

@@ -23,8 +23,9 @@ struct HigherRankAcceptor {
   int my_rank = 0;
   int expected = 0;                       // how many higher ranks will connect
   std::function<bool(int)> may_talk;      // the policy lets this rank talk to us at all
-  // Records a connection event: action, success, peer (-1 if unknown), cipher or reason.
-  std::function<void(const char*, bool, int, const std::string&)> audit;
+  // Records a connection event: action, success, peer (-1 if unknown), cipher or reason, and
+  // for a channel the transport carrying it ("unix" or "tcp"; null for failures).
+  std::function<void(const char*, bool, int, const std::string&, const char*)> audit;
 
   /// Accepts until `expected` ranks are connected, filling channels[rank]. Returns an empty
   /// string on success, else why the deadline passed or the listener failed.

@@ -52,6 +52,39 @@ std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
   return parsed;
 }
 
+// Peers on this host connect over a Unix socket unless SEMPI_LOCAL_TRANSPORT=tcp.
+bool local_transport_from_env() {
+  const std::string value = env_or("SEMPI_LOCAL_TRANSPORT", "unix");
+  if (value != "unix" && value != "tcp") {
+    throw Error(ErrorClass::config,
+                "SEMPI_LOCAL_TRANSPORT='" + value + "' is not 'unix' or 'tcp'");
+  }
+  return value == "unix";
+}
+
+// The welcome's Unix socket for each rank on this host (empty elsewhere, or if it has none).
+std::vector<std::string> local_paths_for_this_host(const nlohmann::json& welcome, int size,
+                                                   const std::string& my_host) {
+  std::vector<std::string> paths(static_cast<std::size_t>(size));
+  if (!welcome.contains("local_endpoints")) return paths;
+  const auto& table = welcome.at("local_endpoints");
+  if (!table.is_array() || table.size() != paths.size()) {
+    throw Error(ErrorClass::io, "launcher welcome has a malformed 'local_endpoints'");
+  }
+  for (std::size_t r = 0; r < paths.size(); ++r) {
+    const auto& entry = table[r];
+    if (entry.is_null()) continue;
+    if (!entry.is_object() || !entry.contains("host") || !entry.contains("path") ||
+        !entry.at("host").is_string() || !entry.at("path").is_string()) {
+      throw Error(ErrorClass::io, "launcher welcome has a malformed 'local_endpoints'");
+    }
+    if (!my_host.empty() && entry.at("host").get<std::string>() == my_host) {
+      paths[r] = entry.at("path").get<std::string>();
+    }
+  }
+  return paths;
+}
+
 int bootstrap_fd_from_env() {
   const char* text = std::getenv(launch::kBootstrapFdVariable);
   char* end = nullptr;
@@ -119,16 +152,23 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   // The key never leaves this process; only the CSR does.
   auto key = std::make_shared<const pki::PrivateKey>(pki::PrivateKey::generate());
   const auto csr = pki::Csr::create(*key);
+  const bool use_local = local_transport_from_env();
   transport::Listener listener(
-      transport::Endpoint(asio::ip::make_address(env_or("SEMPI_BIND_ADDRESS", "127.0.0.1")), 0));
+      transport::Endpoint(asio::ip::make_address(env_or("SEMPI_BIND_ADDRESS", "127.0.0.1")), 0),
+      use_local);
+  const std::string my_host = use_local ? transport::local_host_identity() : std::string();
+  if (!listener.local_failure().empty()) {
+    spdlog::warn("sempi: peers on this host will use TCP: {}", listener.local_failure());
+  }
 
-  const nlohmann::json welcome =
-      exchange(fd,
-               {{"type", "enroll"},
-                {"csr", csr.to_pem()},
-                {"endpoint", transport::format_endpoint(listener.endpoint())},
-                {"pid", static_cast<long>(::getpid())}},
-               deadline);
+  nlohmann::json enroll = {{"type", "enroll"},
+                           {"csr", csr.to_pem()},
+                           {"endpoint", transport::format_endpoint(listener.endpoint())},
+                           {"pid", static_cast<long>(::getpid())}};
+  if (!my_host.empty() && !listener.local_path().empty()) {
+    enroll["local"] = {{"host", my_host}, {"path", listener.local_path()}};
+  }
+  const nlohmann::json welcome = exchange(fd, enroll, deadline);
 
   joined.rank = field<int>(welcome, "rank");
   joined.size = field<int>(welcome, "size");
@@ -137,6 +177,7 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       endpoints.size() != static_cast<std::size_t>(joined.size)) {
     throw Error(ErrorClass::io, "launcher welcome is inconsistent (rank/size/endpoints)");
   }
+  const auto local_paths = local_paths_for_this_host(welcome, joined.size, my_host);
   const auto job = pki::JobId::parse(field<std::string>(welcome, "job"));
   if (!job) throw Error(ErrorClass::io, "launcher welcome has a malformed job id");
   joined.job = *job;
@@ -178,10 +219,12 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   }
   // Connection events: `detail` is the failure reason, or the TLS suite of a good channel.
   const auto audit_event = [log = joined.audit](const char* action, bool success, int peer,
-                                                const std::string& detail) {
+                                                const std::string& detail,
+                                                const char* transport) {
     if (!log) return;
     if (success) {
-      log->event(action, true, {}, {{"peer", peer}, {"tls_cipher", detail}});
+      log->event(action, true, {},
+                 {{"peer", peer}, {"tls_cipher", detail}, {"transport", transport}});
     } else {
       log->event(action, false, detail, {{"peer", peer}});
     }
@@ -223,18 +266,19 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   for (int peer = 0; peer < joined.rank && dial_error.empty(); ++peer) {
     if (!rules.ever_talk(joined.rank, peer)) continue;
     ChannelError error;
-    auto channel = Channel::connect(local, transport::parse_endpoint(endpoints[static_cast<std::size_t>(peer)]),
-                                    static_cast<std::uint32_t>(peer), deadline, error);
+    const auto p = static_cast<std::size_t>(peer);
+    auto channel = Channel::dial(local, transport::parse_endpoint(endpoints[p]), local_paths[p],
+                                 static_cast<std::uint32_t>(peer), deadline, error);
     if (!channel) {
       dial_error = "cannot connect to rank " + std::to_string(peer) + ": " + error.message();
-      audit_event("tls.failure", false, peer, error.message());
+      audit_event("tls.failure", false, peer, error.message(), nullptr);
       break;
     }
-    audit_event("connection.open", true, peer, channel->cipher());
+    audit_event("connection.open", true, peer, channel->cipher(), channel->transport());
     joined.channels[static_cast<std::size_t>(peer)] = std::move(channel);
   }
   // On a failed dial, wake the accepting thread now rather than at the deadline.
-  if (!dial_error.empty()) ::shutdown(listener.native_handle(), SHUT_RDWR);
+  if (!dial_error.empty()) listener.shutdown();
   const std::string accept_error = accepted.get();
   if (!dial_error.empty()) throw Error(ErrorClass::security, dial_error);
   if (!accept_error.empty()) throw Error(ErrorClass::timeout, accept_error);

@@ -6,7 +6,9 @@
 // followed by a UTF-8 JSON object with a "type" field; at most kMaxBootstrapMessage bytes.
 //
 // rank -> launcher
-//   {"type":"enroll", "csr":PEM, "endpoint":"HOST:PORT", "pid":N}
+//   {"type":"enroll", "csr":PEM, "endpoint":"HOST:PORT", "pid":N[,
+//    "local":{"host":ID, "path":PATH}]}     a Unix socket for ranks whose host identity is ID
+//                                            (transport/listener.hpp); optional
 //   {"type":"finalize"[, "audit_head":{"seq":N, "hash":HEX64}]}
 //                                            reached finalize; wait for finalize_ok. audit_head
 //                                            is the head of the rank's closed audit chain (last
@@ -27,6 +29,7 @@
 // launcher -> rank
 //   {"type":"welcome", "rank":R, "size":N, "job":HEX, "certificate":PEM, "ca":PEM,
 //    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank),
+//    "local_endpoints":[{"host":ID, "path":PATH} or null, ...] (index = rank),
 //    "audit_dir":PATH}                       absolute; the rank writes PATH/rank-<R>.jsonl
 //   {"type":"finalize_ok"}                   every rank reached finalize
 //   {"type":"abort", "reason":S}             the job is being torn down

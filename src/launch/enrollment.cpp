@@ -13,6 +13,8 @@ namespace {
 // A P-256 or Ed25519 CSR is well under 1 KiB; the bound keeps parsing cheap.
 constexpr std::size_t kMaxCsrPem = 16 * 1024;
 constexpr std::size_t kMaxEndpointText = 128;
+constexpr std::size_t kMaxHostIdentity = 128;
+constexpr std::size_t kMaxUnixPath = 107;  // sockaddr_un::sun_path, with its terminating NUL
 
 const std::string* string_field(const nlohmann::json& object, const char* key) {
   if (!object.contains(key)) return nullptr;
@@ -49,6 +51,22 @@ std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann
       return "enroll with an invalid \"pid\"";
     }
   }
+  std::optional<LocalEndpoint> local;
+  if (message.contains("local")) {
+    const auto& field = message.at("local");
+    const std::string* host = field.is_object() ? string_field(field, "host") : nullptr;
+    const std::string* path = field.is_object() ? string_field(field, "path") : nullptr;
+    if (host == nullptr || path == nullptr) {
+      return "enroll with a \"local\" endpoint that is not {\"host\": string, \"path\": string}";
+    }
+    if (host->empty() || host->size() > kMaxHostIdentity) return "local host identity too long";
+    if (path->empty() || path->front() != '/' || path->size() > kMaxUnixPath ||
+        path->find('\0') != std::string::npos) {
+      return "local endpoint path is not an absolute socket path of at most " +
+             std::to_string(kMaxUnixPath) + " bytes";
+    }
+    local = LocalEndpoint{*host, *path};
+  }
   const std::string& csr_pem = *csr_field;
   const std::string& endpoint_text = *endpoint_field;
   if (csr_pem.size() > kMaxCsrPem) return "CSR too large";
@@ -70,6 +88,9 @@ std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann
     if (ranks_[other].cert && ranks_[other].endpoint == endpoint) {
       return "endpoint " + endpoint + " is already used by rank " + std::to_string(other);
     }
+    if (local && ranks_[other].cert && ranks_[other].local == local) {
+      return "local endpoint " + local->path + " is already used by rank " + std::to_string(other);
+    }
   }
 
   try {
@@ -83,9 +104,16 @@ std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann
     return std::string("bad CSR: ") + e.what();
   }
   state.endpoint = std::move(endpoint);
+  state.local = std::move(local);
   if (++enrolled_ == size_) {
     endpoints_ = nlohmann::json::array();
-    for (const auto& r : ranks_) endpoints_.push_back(r.endpoint);
+    local_endpoints_ = nlohmann::json::array();
+    for (const auto& r : ranks_) {
+      endpoints_.push_back(r.endpoint);
+      local_endpoints_.push_back(r.local ? nlohmann::json{{"host", r.local->host},
+                                                          {"path", r.local->path}}
+                                         : nlohmann::json());
+    }
   }
   return std::nullopt;
 }
@@ -113,7 +141,8 @@ nlohmann::json Enrollment::welcome(std::uint32_t rank) const {
           {"ca", ca_pem_},
           {"policy", policy_.canonical},
           {"policy_digest", policy_digest_hex_},
-          {"endpoints", endpoints_}};
+          {"endpoints", endpoints_},
+          {"local_endpoints", local_endpoints_}};
 }
 
 }  // namespace sempi::launch

@@ -28,7 +28,8 @@ class Enrollment {
   Enrollment(pki::JobCa ca, policy::PolicyDocument policy, std::uint32_t size,
              std::chrono::seconds validity);
 
-  /// Handles {"type":"enroll","csr":PEM,"endpoint":"HOST:PORT"[,"pid":N]} from `rank`:
+  /// Handles {"type":"enroll","csr":PEM,"endpoint":"HOST:PORT"[,"local":{"host":ID,"path":P}]
+  /// [,"pid":N]} from `rank`:
   /// validates it and issues the rank's certificate. Returns nullopt on success, or the reason
   /// the enrollment was refused (to send to the rank and report; nothing is recorded then).
   std::optional<std::string> enroll(std::uint32_t rank, const nlohmann::json& message);
@@ -58,9 +59,17 @@ class Enrollment {
   }
 
  private:
+  // A Unix socket for peers on the rank's host (transport/listener.hpp). Only passed on:
+  // whoever dials it still proves the peer's identity by TLS.
+  struct LocalEndpoint {
+    std::string host;  // transport::local_host_identity() of the rank's host
+    std::string path;
+    bool operator==(const LocalEndpoint&) const = default;
+  };
   struct RankState {
     std::optional<pki::Certificate> cert;
     std::string endpoint;  // canonical "host:port"
+    std::optional<LocalEndpoint> local;
     bool finalized = false;
   };
 
@@ -72,6 +81,7 @@ class Enrollment {
   std::string policy_digest_hex_;
   std::vector<RankState> ranks_;
   nlohmann::json endpoints_;  // the address table, built once every rank enrolled
+  nlohmann::json local_endpoints_;  // and the Unix sockets (null where a rank has none)
   std::uint32_t enrolled_ = 0;
   std::uint32_t finalized_ = 0;
 };

@@ -86,6 +86,7 @@ class SingleFrameSink final : public FrameSink {
 
 Channel::Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local)
     : fd_(std::move(fd)),
+      local_socket_(is_unix_socket(fd_.get())),
       ssl_(std::move(ssl)),
       secrets_(std::make_unique<TrafficSecrets>()),
       local_limits_(local.hello.limits),
@@ -109,10 +110,39 @@ std::unique_ptr<Channel> Channel::connect(const LocalEndpoint& local, const Endp
                                           ChannelError& error) {
   std::error_code ec;
   UniqueFd fd = tcp_connect(to, deadline, ec);
+  return connect_over(local, std::move(fd), ec, format_endpoint(to), expected_rank, deadline,
+                      error);
+}
+
+std::unique_ptr<Channel> Channel::connect_local(const LocalEndpoint& local,
+                                                const std::string& path,
+                                                std::uint32_t expected_rank, Deadline deadline,
+                                                ChannelError& error) {
+  std::error_code ec;
+  UniqueFd fd = unix_connect(path, deadline, ec);
+  return connect_over(local, std::move(fd), ec, path, expected_rank, deadline, error);
+}
+
+std::unique_ptr<Channel> Channel::dial(const LocalEndpoint& local, const Endpoint& to,
+                                       const std::string& local_path,
+                                       std::uint32_t expected_rank, Deadline deadline,
+                                       ChannelError& error) {
+  if (!local_path.empty()) {
+    auto channel = connect_local(local, local_path, expected_rank, deadline, error);
+    if (channel || error.code != errc::connection_failed) return channel;
+    error = {};
+  }
+  return connect(local, to, expected_rank, deadline, error);
+}
+
+std::unique_ptr<Channel> Channel::connect_over(const LocalEndpoint& local, UniqueFd fd,
+                                               std::error_code ec, const std::string& to,
+                                               std::uint32_t expected_rank, Deadline deadline,
+                                               ChannelError& error) {
   if (!fd.valid()) {
     error = {ec == errc::timeout ? make_error_code(errc::timeout)
                                  : make_error_code(errc::connection_failed),
-             "connect to " + format_endpoint(to) + ": " + ec.message()};
+             "connect to " + to + ": " + ec.message()};
     return nullptr;
   }
   pki::OsslErrorScope scope;

@@ -85,6 +85,20 @@ class Channel {
   static std::unique_ptr<Channel> connect(const LocalEndpoint& local, const Endpoint& to,
                                           std::uint32_t expected_rank, Deadline deadline,
                                           ChannelError& error);
+  /// Dials the Unix socket at `path` (a peer on this host, see listener.hpp), as connect().
+  /// A socket that cannot be reached fails with errc::connection_failed before any TLS.
+  static std::unique_ptr<Channel> connect_local(const LocalEndpoint& local,
+                                                const std::string& path,
+                                                std::uint32_t expected_rank, Deadline deadline,
+                                                ChannelError& error);
+
+  /// Dials a peer over its Unix socket at `local_path` if that is set and reachable, else (or
+  /// if that socket cannot be reached, e.g. from another mount namespace) over TCP at `to`.
+  /// Only an unreachable socket falls back: a failed handshake fails the dial.
+  static std::unique_ptr<Channel> dial(const LocalEndpoint& local, const Endpoint& to,
+                                       const std::string& local_path,
+                                       std::uint32_t expected_rank, Deadline deadline,
+                                       ChannelError& error);
 
   /// Runs the server side on an accepted socket. `claim_rank` is called with the verified peer
   /// rank and returns false if that rank is already connected (the channel is then refused with
@@ -105,6 +119,8 @@ class Channel {
   [[nodiscard]] bool failed() const noexcept { return static_cast<bool>(failure_.code); }
   /// The negotiated TLS suite, e.g. "TLS_AES_128_GCM_SHA256".
   [[nodiscard]] std::string cipher() const;
+  /// What carries the records: "unix" (a peer on this host) or "tcp".
+  [[nodiscard]] const char* transport() const noexcept { return local_socket_ ? "unix" : "tcp"; }
 
   /// Queues a frame; the channel assigns the sequence number. A frame counts as written once TLS
   /// has encrypted it; the records may still sit in the socket BIO's buffer (several records go
@@ -154,6 +170,11 @@ class Channel {
   };
 
   Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local);
+  // The client side on a connected socket (TCP or Unix); `to` names the peer in errors.
+  static std::unique_ptr<Channel> connect_over(const LocalEndpoint& local, UniqueFd fd,
+                                               std::error_code ec, const std::string& to,
+                                               std::uint32_t expected_rank, Deadline deadline,
+                                               ChannelError& error);
   static std::unique_ptr<Channel> establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
@@ -178,6 +199,7 @@ class Channel {
   void complete_written();
 
   UniqueFd fd_;
+  bool local_socket_ = false;  // a Unix socket (set once, at construction)
   // The handshake's, freed once the record layer takes over: it holds the generation-0 traffic
   // secrets, OpenSSL's keys for them and the rest of the key schedule, which must not outlive
   // their use (key updates are meant to make earlier keys unrecoverable, RFC 8446, 7.2).

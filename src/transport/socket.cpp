@@ -5,9 +5,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "sempi/error.hpp"
 
@@ -50,6 +52,7 @@ std::error_code prepare_stream_socket(int fd) {
       ::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
     return {errno, std::system_category()};
   }
+  if (is_unix_socket(fd)) return {};
   // Latency matters more than packet count for MPI traffic; the channel coalesces itself.
   const int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {
@@ -79,14 +82,14 @@ bool unacknowledged_too_long(int fd) {
   return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= kUnacknowledgedLimitMs;
 }
 
-UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec) {
-  UniqueFd fd{::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-  if (!fd.valid()) {
-    ec = {errno, std::system_category()};
-    return {};
-  }
+namespace {
+
+// Connects `fd` (non-blocking, prepared) to `address`, waiting at most until the deadline.
+UniqueFd finish_connect(UniqueFd fd, const sockaddr* address, socklen_t length, Deadline deadline,
+                        std::error_code& ec) {
   if (ec = prepare_stream_socket(fd.get()); ec) return {};
-  if (::connect(fd.get(), to.data(), static_cast<socklen_t>(to.size())) < 0) {
+  if (::connect(fd.get(), address, length) < 0) {
+    // (A Unix socket connects at once, or fails: EAGAIN when its listen backlog is full.)
     if (errno != EINPROGRESS && errno != EINTR) {
       ec = {errno, std::system_category()};
       return {};
@@ -102,6 +105,50 @@ UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec)
   }
   ec.clear();
   return fd;
+}
+
+}  // namespace
+
+UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec) {
+  UniqueFd fd{::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (!fd.valid()) {
+    ec = {errno, std::system_category()};
+    return {};
+  }
+  return finish_connect(std::move(fd), to.data(), static_cast<socklen_t>(to.size()), deadline, ec);
+}
+
+UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof address.sun_path) {
+    ec = std::make_error_code(std::errc::filename_too_long);
+    return {};
+  }
+  path.copy(address.sun_path, path.size());
+  UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (!fd.valid()) {
+    ec = {errno, std::system_category()};
+    return {};
+  }
+  return finish_connect(std::move(fd), reinterpret_cast<const sockaddr*>(&address),
+                        static_cast<socklen_t>(sizeof address), deadline, ec);
+}
+
+bool is_unix_socket(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+         address.ss_family == AF_UNIX;
+}
+
+std::string local_host_identity() {
+  std::string boot_id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
+  char net[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/net", net, sizeof net - 1);
+  if (boot_id.empty() || n <= 0) return {};
+  return boot_id + "/" + std::string(net, static_cast<std::size_t>(n));
 }
 
 Endpoint parse_endpoint(const std::string& text) {

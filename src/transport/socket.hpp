@@ -40,6 +40,14 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
 
 /// Non-blocking TCP connect with TCP_NODELAY; bounded by the deadline.
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
+/// Non-blocking connect to a Unix stream socket at `path`; bounded by the deadline.
+UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec);
+/// True if `fd` is a Unix-domain socket (a peer on this host), false for TCP.
+bool is_unix_socket(int fd);
+/// Names this host as peers must match it to use a Unix socket: the kernel's boot id and the
+/// network namespace (ranks in different namespaces stand for different hosts, as in tests and
+/// simulated clusters). Empty if unknown: then only TCP is used.
+std::string local_host_identity();
 
 // TCP keepalive on every rank connection: a silent peer is declared lost after
 // idle + probes * interval seconds (40 s) without an answer.
@@ -58,7 +66,8 @@ inline constexpr unsigned kUnacknowledgedLimitMs =
 /// True if `fd` has sent data that nothing has acknowledged for kUnacknowledgedLimitMs.
 bool unacknowledged_too_long(int fd);
 
-/// Sets O_NONBLOCK, FD_CLOEXEC, TCP_NODELAY and keepalive on a connected socket.
+/// Sets O_NONBLOCK and FD_CLOEXEC on a connected socket, and for TCP also TCP_NODELAY and
+/// keepalive (a Unix socket learns of its peer's death from the kernel at once).
 std::error_code prepare_stream_socket(int fd);
 
 /// Parses "host:port" (IPv4 dotted quad or [IPv6]); throws sempi::Error(config).

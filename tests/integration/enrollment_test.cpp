@@ -168,6 +168,49 @@ TEST(Enrollment, BadEndpointsRefused) {
                  "already used by rank 0");
 }
 
+// Unix sockets for peers on one host (transport/listener.hpp): passed on per rank, null where
+// a rank offered none.
+TEST(Enrollment, LocalEndpointsArePassedOnPerRank) {
+  auto e = make_enrollment(3);
+  auto with_local = [](std::uint32_t rank) {
+    auto message = enroll_message(pki::PrivateKey::generate(), endpoint_of(rank));
+    message["local"] = {{"host", "boot/net:[1]"}, {"path", "/tmp/sempi-" + std::to_string(rank)}};
+    return message;
+  };
+  ASSERT_EQ(e.enroll(0, with_local(0)), std::nullopt);
+  ASSERT_EQ(enroll(e, 1), std::nullopt);
+  ASSERT_EQ(e.enroll(2, with_local(2)), std::nullopt);
+  const auto table = e.welcome(1)["local_endpoints"];
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0], (nlohmann::json{{"host", "boot/net:[1]"}, {"path", "/tmp/sempi-0"}}));
+  EXPECT_TRUE(table[1].is_null());
+  EXPECT_EQ(table[2]["path"], "/tmp/sempi-2");
+}
+
+TEST(Enrollment, BadLocalEndpointsRefused) {
+  auto e = make_enrollment(2);
+  const auto key = pki::PrivateKey::generate();
+  auto with_local = [&](nlohmann::json local, std::uint32_t rank = 0) {
+    auto message = enroll_message(key, endpoint_of(rank));
+    message["local"] = std::move(local);
+    return message;
+  };
+  expect_refusal(e.enroll(0, with_local("/tmp/x")), "not {\"host\"");
+  expect_refusal(e.enroll(0, with_local({{"host", "h"}})), "not {\"host\"");
+  expect_refusal(e.enroll(0, with_local({{"host", 7}, {"path", "/tmp/x"}})), "not {\"host\"");
+  expect_refusal(e.enroll(0, with_local({{"host", ""}, {"path", "/tmp/x"}})), "host identity");
+  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", "relative"}})), "absolute");
+  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", "/" + std::string(200, 'a')}})),
+                 "at most 107 bytes");
+  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", std::string("/a\0b", 4)}})),
+                 "absolute");
+  ASSERT_EQ(e.enroll(0, with_local({{"host", "h"}, {"path", "/tmp/x"}})), std::nullopt);
+  // A second rank claiming the same socket is confused or hostile.
+  auto second = enroll_message(pki::PrivateKey::generate(), endpoint_of(1));
+  second["local"] = {{"host", "h"}, {"path", "/tmp/x"}};
+  expect_refusal(e.enroll(1, second), "local endpoint /tmp/x is already used by rank 0");
+}
+
 TEST(Enrollment, FinalizeFence) {
   auto e = make_enrollment(2);
   ASSERT_EQ(enroll(e, 0), std::nullopt);

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <utility>
 
 #include "support/job_runner.hpp"
@@ -34,6 +37,57 @@ TEST_P(PointToPoint, AllChecksPass) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PointToPoint, ::testing::Values(1, 2, 3, 4, 7, 8));
 
+// Ranks on one host talk over Unix sockets by default; TCP (as between hosts) must carry the
+// same traffic just as well.
+TEST(PointToPointOverTcp, AllChecksPass) {
+  const auto result = run(4, "all", {"-x", "SEMPI_LOCAL_TRANSPORT=tcp"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+// Which transport carries each channel, as the audit log records it.
+std::map<std::string, int> transports_in_audit(const std::vector<std::string>& extra) {
+  const TempDir dir;
+  std::vector<std::string> argv = {SEMPIRUN_PATH, "-n", "3", "--audit-dir", dir.path().string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(P2P_CHECK_PATH);
+  argv.push_back("ring");
+  const auto result = run_job(argv, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  std::map<std::string, int> seen;
+  for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+    std::ifstream in(file.path());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"connection.open\"") == std::string::npos &&
+          line.find("\"connection.accept\"") == std::string::npos) {
+        continue;
+      }
+      const auto at = line.find("\"transport\":\"");
+      if (at == std::string::npos) {
+        ++seen["(none)"];
+        continue;
+      }
+      const auto begin = at + 13;
+      ++seen[line.substr(begin, line.find('"', begin) - begin)];
+    }
+  }
+  return seen;
+}
+
+TEST(LocalTransport, RanksOnOneHostUseUnixSocketsAndTcpOnRequest) {
+  // 3 ranks: 3 channels, each recorded by both ends.
+  EXPECT_EQ(transports_in_audit({}), (std::map<std::string, int>{{"unix", 6}}));
+  EXPECT_EQ(transports_in_audit({"-x", "SEMPI_LOCAL_TRANSPORT=tcp"}),
+            (std::map<std::string, int>{{"tcp", 6}}));
+}
+
+TEST(LocalTransport, UnknownTransportIsAClearError) {
+  const auto result = run(2, "environment", {"-x", "SEMPI_LOCAL_TRANSPORT=shm"}, 120s);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("SEMPI_LOCAL_TRANSPORT='shm' is not 'unix' or 'tcp'"),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(PointToPointLimits, UnexpectedDataStaysWithinThePerPeerBudget) {
   const auto result = run(3, "backpressure", {"-x", "SEMPI_MAX_UNEXPECTED_BYTES=4194304"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
@@ -46,8 +100,10 @@ TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {
   for (const char* fifo : {"reset", "done"}) {
     ASSERT_EQ(::mkfifo((dir.path() / fifo).c_str(), 0600), 0);
   }
+  // A TCP reset: only TCP connections have one (ranks on one host otherwise use Unix sockets).
   std::vector<std::string> argv = {SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "-x",
-                                   "SEMPI_MAX_UNEXPECTED_BYTES=65536", P2P_CHECK_PATH,
+                                   "SEMPI_MAX_UNEXPECTED_BYTES=65536", "-x",
+                                   "SEMPI_LOCAL_TRANSPORT=tcp", P2P_CHECK_PATH,
                                    "resetpaused", dir.path().string()};
   const auto result = run_job(argv, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;

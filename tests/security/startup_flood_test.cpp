@@ -42,7 +42,7 @@ TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
   acceptor.my_rank = 0;
   acceptor.expected = kRanks - 1;
   acceptor.may_talk = [](int) { return true; };
-  acceptor.audit = [&](const char* action, bool, int, const std::string&) {
+  acceptor.audit = [&](const char* action, bool, int, const std::string&, const char*) {
     if (std::string_view(action) == "connection.refuse") ++refused;
   };
   const auto local = job.endpoint(0);

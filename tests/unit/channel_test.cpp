@@ -6,9 +6,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -34,10 +36,12 @@ struct Pair {
   std::unique_ptr<Channel> client;
 };
 
-Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {}) {
+// `over_unix`: the client dials the listener's Unix socket (peers on one host) instead of TCP.
+Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {},
+                  bool over_unix = false) {
   const auto server_local = job.endpoint(job.issue(0), limits);
   const auto client_local = job.endpoint(job.issue(1), limits);
-  transport::Listener listener(loopback_any_port());
+  transport::Listener listener(loopback_any_port(), over_unix);
   auto accepted = std::async(std::launch::async, [&] {
     std::error_code ec;
     auto fd = listener.accept(long_deadline(), ec);
@@ -48,7 +52,10 @@ Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {}) {
     return ch;
   });
   ChannelError error;
-  auto client = Channel::connect(client_local, listener.endpoint(), 0, long_deadline(), error);
+  auto client = over_unix ? Channel::connect_local(client_local, listener.local_path(), 0,
+                                                   long_deadline(), error)
+                          : Channel::connect(client_local, listener.endpoint(), 0,
+                                             long_deadline(), error);
   EXPECT_FALSE(error.code) << error.message();
   return {accepted.get(), std::move(client)};
 }
@@ -99,10 +106,16 @@ TEST(Channel, BothEndsKeepTheConnectionAlive) {
   }
 }
 
-TEST(Channel, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
+class ChannelOver : public ::testing::TestWithParam<bool> {};  // over a Unix socket?
+
+TEST_P(ChannelOver, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
   TestJob job(2);
-  auto pair = connect_pair(job);
+  auto pair = connect_pair(job, {}, GetParam());
   ASSERT_TRUE(pair.server && pair.client);
+  EXPECT_STREQ(pair.client->transport(), GetParam() ? "unix" : "tcp");
+  EXPECT_STREQ(pair.server->transport(), GetParam() ? "unix" : "tcp");
+  EXPECT_EQ(pair.server->peer().rank, 1u);
+  EXPECT_EQ(pair.client->peer().rank, 0u);
   const std::vector<std::size_t> sizes = {0,     1,         47,        48,         8191,
                                           8192,  8193,      65536,     (1 << 20) + 3,
                                           16 << 20, 64 << 20};
@@ -132,6 +145,63 @@ TEST(Channel, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
     ASSERT_FALSE(pair.client->send_frame(h, data, long_deadline()));
   }
   EXPECT_EQ(receiver.get(), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ChannelOver, ::testing::Values(false, true),
+                         [](const auto& param_info) { return param_info.param ? "Unix" : "Tcp"; });
+
+TEST(Listener, UnixSocketIsPrivateAndGoneWithTheListener) {
+  std::string path;
+  {
+    transport::Listener listener(loopback_any_port(), true);
+    path = listener.local_path();
+    ASSERT_FALSE(path.empty()) << listener.local_failure();
+    const auto dir = std::filesystem::path(path).parent_path();
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);  // other users cannot even reach the socket
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(path).parent_path()));
+}
+
+TEST(Listener, WithoutLocalItHasNoUnixSocket) {
+  transport::Listener listener(loopback_any_port());
+  EXPECT_TRUE(listener.local_path().empty());
+}
+
+TEST(Channel, UnreachableUnixSocketFailsBeforeTls) {
+  TestJob job(2);
+  ChannelError error;
+  auto channel = Channel::connect_local(job.endpoint(job.issue(1)), "/nonexistent/sempi.sock", 0,
+                                        long_deadline(), error);
+  EXPECT_FALSE(channel);
+  EXPECT_EQ(error.code, errc::connection_failed) << error.message();
+  EXPECT_NE(error.message().find("/nonexistent/sempi.sock"), std::string::npos);
+}
+
+// A peer's Unix socket that cannot be reached (another mount namespace, say) is no reason to
+// fail: its TCP listener still is.
+TEST(Channel, DialFallsBackToTcpWhenTheUnixSocketIsUnreachable) {
+  TestJob job(2);
+  const auto server_local = job.endpoint(job.issue(0));
+  transport::Listener listener(loopback_any_port());
+  auto accepted = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto fd = listener.accept(long_deadline(), ec);
+    ChannelError error;
+    return Channel::accept(server_local, std::move(fd), [](std::uint32_t) { return true; },
+                           long_deadline(), error);
+  });
+  ChannelError error;
+  auto client = Channel::dial(job.endpoint(job.issue(1)), listener.endpoint(),
+                              "/nonexistent/sempi.sock", 0, long_deadline(), error);
+  ASSERT_TRUE(client) << error.message();
+  EXPECT_STREQ(client->transport(), "tcp");
+  EXPECT_EQ(client->peer().rank, 0u);
+  ASSERT_TRUE(accepted.get());
 }
 
 TEST(Channel, Streams256MiBThroughOneChannel) {
