@@ -62,7 +62,7 @@ enum class errc : int {
   // Connection and TLS.
   timeout = 1,              ///< a deadline passed
   connection_closed,        ///< the peer closed the connection
-  connection_failed,        ///< TCP connect or socket error
+  connection_failed,        ///< connect or socket error (TCP or Unix)
   not_tls,                  ///< the peer spoke something other than TLS (e.g. plaintext)
   tls_version_refused,      ///< the peer offered only a TLS version below 1.3
   tls_handshake_failed,     ///< TLS handshake failed for another reason

@@ -45,7 +45,7 @@ class SempiCategory final : public std::error_category {
       case errc::ok: return "success";
       case errc::timeout: return "deadline passed before the operation completed";
       case errc::connection_closed: return "the peer closed the connection";
-      case errc::connection_failed: return "could not connect to the peer (TCP error)";
+      case errc::connection_failed: return "could not connect to the peer (socket error)";
       case errc::not_tls:
         return "the peer did not speak TLS (plaintext or another protocol); sempi accepts only "
                "mutually authenticated TLS 1.3";

@@ -834,6 +834,8 @@ void Engine::fail_unacknowledging_peers() {
   bool failed = false;
   for (auto& peer : peers_) {
     if (!peer || !peer->channel_ || peer->failed_) continue;
+    // A Unix socket's peer shares this kernel: its death closes the socket at once.
+    if (peer->channel_->over_unix_socket()) continue;
     if (transport::unacknowledged_too_long(peer->channel_->native_handle())) {
       fail_peer(*peer, "its host acknowledged nothing for " +
                            std::to_string(transport::kUnacknowledgedLimitMs / 1000) +

@@ -152,11 +152,13 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   // The key never leaves this process; only the CSR does.
   auto key = std::make_shared<const pki::PrivateKey>(pki::PrivateKey::generate());
   const auto csr = pki::Csr::create(*key);
-  const bool use_local = local_transport_from_env();
+  // The launcher's private directory for the job's Unix sockets (launch/job_socket_dir.hpp).
+  const std::string local_dir =
+      local_transport_from_env() ? env_or(launch::kLocalDirVariable, "") : std::string();
   transport::Listener listener(
       transport::Endpoint(asio::ip::make_address(env_or("SEMPI_BIND_ADDRESS", "127.0.0.1")), 0),
-      use_local);
-  const std::string my_host = use_local ? transport::local_host_identity() : std::string();
+      local_dir);
+  const std::string my_host = local_dir.empty() ? std::string() : transport::local_host_identity();
   if (!listener.local_failure().empty()) {
     spdlog::warn("sempi: peers on this host will use TCP: {}", listener.local_failure());
   }

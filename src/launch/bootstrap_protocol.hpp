@@ -47,6 +47,9 @@ namespace sempi::launch {
 
 inline constexpr std::size_t kMaxBootstrapMessage = 1u << 20;
 inline constexpr const char* kBootstrapFdVariable = "SEMPI_BOOTSTRAP_FD";
+/// The job's private directory for the ranks' Unix sockets (job_socket_dir.hpp); ranks enroll
+/// theirs as "local" only when this is set.
+inline constexpr const char* kLocalDirVariable = "SEMPI_LOCAL_DIR";
 
 /// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,

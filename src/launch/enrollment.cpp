@@ -25,14 +25,28 @@ const std::string* string_field(const nlohmann::json& object, const char* key) {
 }  // namespace
 
 Enrollment::Enrollment(pki::JobCa ca, policy::PolicyDocument policy, std::uint32_t size,
-                       std::chrono::seconds validity)
+                       std::chrono::seconds validity, std::filesystem::path local_dir)
     : ca_(std::move(ca)),
       policy_(std::move(policy)),
       size_(size),
       validity_(validity),
+      local_dir_(std::move(local_dir)),
       ca_pem_(ca_.certificate().to_pem()),
       policy_digest_hex_(to_hex(policy_.digest)),
       ranks_(size) {}
+
+bool Enrollment::is_rank_socket_path(const std::string& path) const {
+  const std::string prefix = (local_dir_ / "rank-").string();
+  if (path.size() > kMaxUnixPath || path.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string_view rest = std::string_view(path).substr(prefix.size());
+  const std::string_view suffix = ".sock";
+  if (rest.size() <= suffix.size() || rest.size() > suffix.size() + 10 ||
+      rest.substr(rest.size() - suffix.size()) != suffix) {
+    return false;
+  }
+  const auto digits = rest.substr(0, rest.size() - suffix.size());
+  return digits.find_first_not_of("0123456789") == std::string_view::npos;
+}
 
 std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann::json& message) {
   if (rank >= size_) return "rank " + std::to_string(rank) + " is not part of this job";
@@ -59,11 +73,15 @@ std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann
     if (host == nullptr || path == nullptr) {
       return "enroll with a \"local\" endpoint that is not {\"host\": string, \"path\": string}";
     }
-    if (host->empty() || host->size() > kMaxHostIdentity) return "local host identity too long";
-    if (path->empty() || path->front() != '/' || path->size() > kMaxUnixPath ||
-        path->find('\0') != std::string::npos) {
-      return "local endpoint path is not an absolute socket path of at most " +
-             std::to_string(kMaxUnixPath) + " bytes";
+    if (host->empty() || host->size() > kMaxHostIdentity) {
+      return "local host identity is empty or longer than " + std::to_string(kMaxHostIdentity) +
+             " bytes";
+    }
+    // Peers will dial this path: only a socket in the job's own directory, named as ranks
+    // name theirs, so that a hostile rank cannot point them at any other socket.
+    if (local_dir_.empty()) return "enroll with a \"local\" endpoint, but this job has none";
+    if (!is_rank_socket_path(*path)) {
+      return "local endpoint path is not " + (local_dir_ / "rank-N.sock").string();
     }
     local = LocalEndpoint{*host, *path};
   }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,9 +25,10 @@ namespace sempi::launch {
 
 class Enrollment {
  public:
-  /// `ca` and every certificate it issues are valid for `validity`.
+  /// `ca` and every certificate it issues are valid for `validity`. Ranks' Unix sockets are
+  /// accepted only as `local_dir`/rank-N.sock (none if it is empty; job_socket_dir.hpp).
   Enrollment(pki::JobCa ca, policy::PolicyDocument policy, std::uint32_t size,
-             std::chrono::seconds validity);
+             std::chrono::seconds validity, std::filesystem::path local_dir = {});
 
   /// Handles {"type":"enroll","csr":PEM,"endpoint":"HOST:PORT"[,"local":{"host":ID,"path":P}]
   /// [,"pid":N]} from `rank`:
@@ -73,10 +75,14 @@ class Enrollment {
     bool finalized = false;
   };
 
+  // `local_dir_`/rank-DIGITS.sock, of a length a socket address can hold.
+  [[nodiscard]] bool is_rank_socket_path(const std::string& path) const;
+
   pki::JobCa ca_;
   policy::PolicyDocument policy_;
   std::uint32_t size_;
   std::chrono::seconds validity_;
+  std::filesystem::path local_dir_;
   std::string ca_pem_;
   std::string policy_digest_hex_;
   std::vector<RankState> ranks_;

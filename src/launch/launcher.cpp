@@ -27,6 +27,7 @@
 #include "common/hex.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "launch/enrollment.hpp"
+#include "launch/job_socket_dir.hpp"
 #include "launch/output_forwarder.hpp"
 #include "launch/rank_process.hpp"
 #include "pki/job_ca.hpp"
@@ -272,9 +273,21 @@ class Launcher::Job {
     SignalPipe signals;
 
     const auto job = pki::JobId::random();
-    enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_);
+    socket_dir_.emplace();
+    if (!socket_dir_->failure().empty()) {
+      report("warning: ranks on this host will use TCP: " + socket_dir_->failure());
+    }
+    enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_,
+                        socket_dir_->path());
     start_audit(job);
-    const std::vector<std::string> base_env = build_base_env();
+    std::vector<std::string> base_env = build_base_env();
+    // Ours alone: the launcher accepts sockets only in the directory it made.
+    std::erase_if(base_env, [](const std::string& entry) {
+      return variable_name(entry) == kLocalDirVariable;
+    });
+    if (!socket_dir_->path().empty()) {
+      base_env.push_back(std::string(kLocalDirVariable) + "=" + socket_dir_->path().string());
+    }
     if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
 
     // Several ranks share our stdout: pieces without a newline get one, so lines never join.
@@ -424,7 +437,8 @@ class Launcher::Job {
   std::vector<std::string> build_base_env() const {
     std::set<std::string> overridden = {"SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",
                                         "SEMPI_SIZE",         "SEMPI_JOB_ID",
-                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE"};
+                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE",
+                                        kLocalDirVariable};
     for (const auto& setting : options_.env) overridden.insert(setting.name);
     std::vector<std::string> env;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -856,6 +870,7 @@ class Launcher::Job {
   const policy::PolicyDocument& policy_;
   const TimePoint started_;
   const std::chrono::seconds validity_;
+  std::optional<JobSocketDir> socket_dir_;  // removed when the launcher is (the job ended)
   std::optional<Enrollment> enrollment_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<pid_t, std::uint32_t> pid_to_rank_;

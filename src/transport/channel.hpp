@@ -119,7 +119,9 @@ class Channel {
   [[nodiscard]] bool failed() const noexcept { return static_cast<bool>(failure_.code); }
   /// The negotiated TLS suite, e.g. "TLS_AES_128_GCM_SHA256".
   [[nodiscard]] std::string cipher() const;
-  /// What carries the records: "unix" (a peer on this host) or "tcp".
+  /// True if a Unix socket carries the records (a peer on this host), false for TCP.
+  [[nodiscard]] bool over_unix_socket() const noexcept { return local_socket_; }
+  /// The same as a name for logs: "unix" or "tcp".
   [[nodiscard]] const char* transport() const noexcept { return local_socket_ ? "unix" : "tcp"; }
 
   /// Queues a frame; the channel assigns the sequence number. A frame counts as written once TLS

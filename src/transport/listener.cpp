@@ -2,19 +2,19 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "sempi/error.hpp"
 
 namespace sempi::transport {
 
-Listener::Listener(const Endpoint& bind_to, bool local, int backlog) : endpoint_(bind_to) {
+Listener::Listener(const Endpoint& bind_to, const std::filesystem::path& local_dir, int backlog)
+    : endpoint_(bind_to) {
   fd_.reset(::socket(bind_to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   const auto fail = [&](const char* what) {
     throw Error(ErrorClass::io, std::string(what) + " " + format_endpoint(bind_to) + ": " +
@@ -30,76 +30,73 @@ Listener::Listener(const Endpoint& bind_to, bool local, int backlog) : endpoint_
   socklen_t len = static_cast<socklen_t>(endpoint_.capacity());
   if (::getsockname(fd_.get(), endpoint_.data(), &len) < 0) fail("getsockname failed for");
   endpoint_.resize(len);
-  if (local) listen_locally(backlog);
+  if (!local_dir.empty()) listen_locally(local_dir, backlog);
 }
 
-void Listener::listen_locally(int backlog) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = (tmp != nullptr && *tmp == '/' ? std::string(tmp) : std::string("/tmp")) +
-                    "/sempi-XXXXXX";
-  const auto give_up = [&](const char* what) {
-    local_failure_ = std::string("cannot ") + what + " in " + dir + ": " + std::strerror(errno);
-  };
-  if (::mkdtemp(dir.data()) == nullptr) return give_up("create a private directory");  // 0700
-  local_dir_ = dir;
-  const std::string path = dir + "/rank.sock";
+void Listener::listen_locally(const std::filesystem::path& dir, int backlog) {
+  const std::string path = (dir / ("rank-" + std::to_string(::getpid()) + ".sock")).string();
+  const auto give_up = [&](const std::string& why) { local_failure_ = path + ": " + why; };
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return give_up(std::strerror(errno));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return give_up("the directory is not a private (0700) directory of this user");
+  }
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    errno = ENAMETOOLONG;
-    return give_up("place a socket");
-  }
+  if (path.size() >= sizeof address.sun_path) return give_up("path too long for a socket");
   path.copy(address.sun_path, path.size());
-  local_fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!local_fd_.valid() ||
-      ::bind(local_fd_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) < 0) {
-    local_fd_.reset();
-    return give_up("bind a Unix socket");
+  UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (!fd.valid()) return give_up(std::strerror(errno));
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) < 0) {
+    return give_up(std::strerror(errno));
   }
+  if (::listen(fd.get(), backlog) < 0) {
+    give_up(std::strerror(errno));
+    ::unlink(path.c_str());
+    return;
+  }
+  local_fd_ = std::move(fd);
   local_path_ = path;
-  if (::listen(local_fd_.get(), backlog) < 0) {
-    local_fd_.reset();
-    local_path_.clear();
-    give_up("listen on a Unix socket");
-  }
 }
 
 Listener::~Listener() {
-  local_fd_.reset();
-  if (!local_dir_.empty()) {
-    ::unlink((local_dir_ + "/rank.sock").c_str());
-    ::rmdir(local_dir_.c_str());
-  }
+  if (!local_path_.empty()) ::unlink(local_path_.c_str());
 }
 
 void Listener::shutdown() noexcept {
+  stopped_ = true;
   ::shutdown(fd_.get(), SHUT_RDWR);
   if (local_fd_.valid()) ::shutdown(local_fd_.get(), SHUT_RDWR);
 }
 
 UniqueFd Listener::accept(Deadline deadline, std::error_code& ec) {
-  std::vector<int> sockets = {fd_.get()};
-  if (local_fd_.valid()) sockets.push_back(local_fd_.get());
   for (;;) {
-    for (const int listening : sockets) {
+    // A shut-down Unix socket keeps reporting EAGAIN: the flag, not its accept(), ends this.
+    if (stopped_) {
+      ec = std::make_error_code(std::errc::operation_canceled);
+      return {};
+    }
+    for (const int listening : {local_fd_.get(), fd_.get()}) {
+      if (listening < 0) continue;
       UniqueFd fd{::accept4(listening, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
       if (fd.valid()) {
+        if (listening == local_fd_.get() && !same_user_peer(fd.get())) continue;  // root's only
         ec = prepare_stream_socket(fd.get());
         return ec ? UniqueFd{} : std::move(fd);
       }
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        ec = {errno, std::system_category()};
-        return {};
+      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EWOULDBLOCK) {
+        continue;
       }
+      if (stopped_) break;
+      ec = {errno, std::system_category()};
+      return {};
     }
-    // Both are empty: wait for either (a shut-down socket wakes this and fails its accept).
-    pollfd polled[2] = {{sockets[0], POLLIN, 0}, {sockets.size() > 1 ? sockets[1] : -1, POLLIN, 0}};
     const auto now = Clock::now();
     if (now >= deadline) {
       ec = errc::timeout;
       return {};
     }
+    pollfd polled[2] = {{fd_.get(), POLLIN, 0}, {local_fd_.get(), POLLIN, 0}};  // -1: ignored
     const auto wait_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
     if (::poll(polled, 2, static_cast<int>(std::min<long long>(wait_ms, 60'000))) < 0 &&

@@ -131,8 +131,20 @@ UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_cod
     ec = {errno, std::system_category()};
     return {};
   }
-  return finish_connect(std::move(fd), reinterpret_cast<const sockaddr*>(&address),
-                        static_cast<socklen_t>(sizeof address), deadline, ec);
+  fd = finish_connect(std::move(fd), reinterpret_cast<const sockaddr*>(&address),
+                      static_cast<socklen_t>(sizeof address), deadline, ec);
+  if (fd.valid() && !same_user_peer(fd.get())) {
+    ec = std::make_error_code(std::errc::permission_denied);  // not a socket of ours
+    return {};
+  }
+  return fd;
+}
+
+bool same_user_peer(int fd) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 &&
+         length == sizeof peer && peer.uid == ::geteuid();
 }
 
 bool is_unix_socket(int fd) {

@@ -40,10 +40,13 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
 
 /// Non-blocking TCP connect with TCP_NODELAY; bounded by the deadline.
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
-/// Non-blocking connect to a Unix stream socket at `path`; bounded by the deadline.
+/// Non-blocking connect to a Unix stream socket at `path`, whose listener must run as this
+/// user (EACCES otherwise); bounded by the deadline.
 UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec);
 /// True if `fd` is a Unix-domain socket (a peer on this host), false for TCP.
 bool is_unix_socket(int fd);
+/// True if the process at the other end of Unix socket `fd` runs as this process's user.
+bool same_user_peer(int fd);
 /// Names this host as peers must match it to use a Unix socket: the kernel's boot id and the
 /// network namespace (ranks in different namespaces stand for different hosts, as in tests and
 /// simulated clusters). Empty if unknown: then only TCP is used.

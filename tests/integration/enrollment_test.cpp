@@ -169,46 +169,62 @@ TEST(Enrollment, BadEndpointsRefused) {
 }
 
 // Unix sockets for peers on one host (transport/listener.hpp): passed on per rank, null where
-// a rank offered none.
+// a rank offered none; only sockets in the job's own directory, named as ranks name theirs.
+constexpr const char* kSocketDir = "/tmp/sempi-AbC123";
+
+Enrollment make_enrollment_with_sockets(std::uint32_t size) {
+  return Enrollment(pki::JobCa::create(pki::JobId::random(), kValidity),
+                    policy::PolicyDocument::default_policy(), size, kValidity, kSocketDir);
+}
+
+nlohmann::json with_local(std::uint32_t rank, nlohmann::json local) {
+  auto message = enroll_message(pki::PrivateKey::generate(), endpoint_of(rank));
+  message["local"] = std::move(local);
+  return message;
+}
+
+nlohmann::json socket_of(const std::string& file) {
+  return {{"host", "boot/net:[1]"}, {"path", std::string(kSocketDir) + "/" + file}};
+}
+
 TEST(Enrollment, LocalEndpointsArePassedOnPerRank) {
-  auto e = make_enrollment(3);
-  auto with_local = [](std::uint32_t rank) {
-    auto message = enroll_message(pki::PrivateKey::generate(), endpoint_of(rank));
-    message["local"] = {{"host", "boot/net:[1]"}, {"path", "/tmp/sempi-" + std::to_string(rank)}};
-    return message;
-  };
-  ASSERT_EQ(e.enroll(0, with_local(0)), std::nullopt);
+  auto e = make_enrollment_with_sockets(3);
+  ASSERT_EQ(e.enroll(0, with_local(0, socket_of("rank-100.sock"))), std::nullopt);
   ASSERT_EQ(enroll(e, 1), std::nullopt);
-  ASSERT_EQ(e.enroll(2, with_local(2)), std::nullopt);
+  ASSERT_EQ(e.enroll(2, with_local(2, socket_of("rank-102.sock"))), std::nullopt);
   const auto table = e.welcome(1)["local_endpoints"];
   ASSERT_EQ(table.size(), 3u);
-  EXPECT_EQ(table[0], (nlohmann::json{{"host", "boot/net:[1]"}, {"path", "/tmp/sempi-0"}}));
+  EXPECT_EQ(table[0], socket_of("rank-100.sock"));
   EXPECT_TRUE(table[1].is_null());
-  EXPECT_EQ(table[2]["path"], "/tmp/sempi-2");
+  EXPECT_EQ(table[2], socket_of("rank-102.sock"));
 }
 
 TEST(Enrollment, BadLocalEndpointsRefused) {
-  auto e = make_enrollment(2);
-  const auto key = pki::PrivateKey::generate();
-  auto with_local = [&](nlohmann::json local, std::uint32_t rank = 0) {
-    auto message = enroll_message(key, endpoint_of(rank));
-    message["local"] = std::move(local);
-    return message;
+  auto e = make_enrollment_with_sockets(2);
+  const std::string dir = kSocketDir;
+  const auto bad = [&](nlohmann::json local, const std::string& needle) {
+    expect_refusal(e.enroll(0, with_local(0, std::move(local))), needle);
   };
-  expect_refusal(e.enroll(0, with_local("/tmp/x")), "not {\"host\"");
-  expect_refusal(e.enroll(0, with_local({{"host", "h"}})), "not {\"host\"");
-  expect_refusal(e.enroll(0, with_local({{"host", 7}, {"path", "/tmp/x"}})), "not {\"host\"");
-  expect_refusal(e.enroll(0, with_local({{"host", ""}, {"path", "/tmp/x"}})), "host identity");
-  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", "relative"}})), "absolute");
-  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", "/" + std::string(200, 'a')}})),
-                 "at most 107 bytes");
-  expect_refusal(e.enroll(0, with_local({{"host", "h"}, {"path", std::string("/a\0b", 4)}})),
-                 "absolute");
-  ASSERT_EQ(e.enroll(0, with_local({{"host", "h"}, {"path", "/tmp/x"}})), std::nullopt);
+  bad("/tmp/x", "not {\"host\"");
+  bad({{"host", "h"}}, "not {\"host\"");
+  bad({{"host", 7}, {"path", dir + "/rank-1.sock"}}, "not {\"host\"");
+  bad({{"host", ""}, {"path", dir + "/rank-1.sock"}}, "host identity is empty");
+  // Anything but the job's directory and a rank's socket name: peers would dial it.
+  for (const std::string& path :
+       {std::string("/run/user/0/ssh-agent.sock"), dir + "/../x/rank-1.sock",
+        dir + "//rank-1.sock", dir + "/rank-.sock", dir + "/rank-1x.sock", dir + "/rank-1.sock\n",
+        dir + "/rank-12345678901.sock", std::string("relative/rank-1.sock")}) {
+    bad({{"host", "h"}, {"path", path}}, "is not /tmp/sempi-AbC123/rank-N.sock");
+  }
+  ASSERT_EQ(e.enroll(0, with_local(0, socket_of("rank-7.sock"))), std::nullopt);
   // A second rank claiming the same socket is confused or hostile.
-  auto second = enroll_message(pki::PrivateKey::generate(), endpoint_of(1));
-  second["local"] = {{"host", "h"}, {"path", "/tmp/x"}};
-  expect_refusal(e.enroll(1, second), "local endpoint /tmp/x is already used by rank 0");
+  expect_refusal(e.enroll(1, with_local(1, socket_of("rank-7.sock"))),
+                 "local endpoint /tmp/sempi-AbC123/rank-7.sock is already used by rank 0");
+}
+
+TEST(Enrollment, LocalEndpointRefusedWhenTheJobHasNoSocketDirectory) {
+  auto e = make_enrollment(1);
+  expect_refusal(e.enroll(0, with_local(0, socket_of("rank-1.sock"))), "this job has none");
 }
 
 TEST(Enrollment, FinalizeFence) {

@@ -80,6 +80,25 @@ TEST(LocalTransport, RanksOnOneHostUseUnixSocketsAndTcpOnRequest) {
             (std::map<std::string, int>{{"tcp", 6}}));
 }
 
+// The job's socket directory goes with the job, however its ranks end (a killed rank never
+// removes its own socket).
+TEST(LocalTransport, SocketDirectoryIsGoneAfterTheJobEvenWhenARankIsKilled) {
+  const TempDir tmp;
+  const char* saved = std::getenv("TMPDIR");
+  const std::string previous = saved != nullptr ? saved : "";
+  ::setenv("TMPDIR", tmp.path().c_str(), 1);
+  const auto killed = run(3, "sigkill", {}, 120s);
+  const auto ring = run(3, "ring", {}, 120s);
+  if (saved != nullptr) {
+    ::setenv("TMPDIR", previous.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  EXPECT_NE(killed.exit_code, 0);
+  EXPECT_EQ(ring.exit_code, 0) << ring.output;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+}
+
 TEST(LocalTransport, UnknownTransportIsAClearError) {
   const auto result = run(2, "environment", {"-x", "SEMPI_LOCAL_TRANSPORT=shm"}, 120s);
   EXPECT_NE(result.exit_code, 0);

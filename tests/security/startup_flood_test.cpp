@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 
 #include "core/higher_rank_acceptor.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_job.hpp"
 
 namespace sempi::test {
@@ -73,6 +75,71 @@ TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
   }
   // Every flooding connection was dropped, none was taken for a rank.
   EXPECT_EQ(refused.load(), static_cast<int>(flood.size()));
+}
+
+// Ranks on one host come through the Unix socket, which only this user can reach: a flood
+// that never lets up on the TCP port must not starve them (accept() serves the Unix socket
+// first; served in turn, they would wait behind a queue the flood keeps full).
+TEST(StartupFlood, RanksOnThisHostConnectDuringAnEndlessTcpFlood) {
+  constexpr std::uint32_t kRanks = 4;
+  const TestJob job(kRanks);
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+
+  std::vector<std::unique_ptr<Channel>> accepted(kRanks);
+  std::atomic<int> refused{0};
+  detail::HigherRankAcceptor acceptor;
+  acceptor.my_rank = 0;
+  acceptor.expected = kRanks - 1;
+  acceptor.may_talk = [](int) { return true; };
+  acceptor.audit = [&](const char* action, bool, int, const std::string&, const char*) {
+    if (std::string_view(action) == "connection.refuse") ++refused;
+  };
+  const auto local = job.endpoint(0);
+  auto result = std::async(std::launch::async, [&] {
+    return acceptor.run(listener, local, deadline_in(60s), accepted);
+  });
+
+  std::atomic<bool> stop{false};
+  auto flood = std::async(std::launch::async, [&] {
+    std::vector<transport::UniqueFd> open(64);  // a ring: the oldest is closed for the next
+    for (std::size_t i = 0; !stop; ++i) {
+      std::error_code ec;
+      open[i % open.size()] =
+          transport::tcp_connect(listener.endpoint(), deadline_in(200ms), ec);
+    }
+  });
+  struct StopFlood {  // before `flood` is waited for, on every way out of this test
+    std::atomic<bool>& stop;
+    ~StopFlood() { stop = true; }
+  } stop_flood{stop};
+  // The flood is in full swing: the acceptor has dropped dozens of its connections.
+  const auto flood_deadline = transport::Clock::now() + 60s;
+  while (refused < 40 && transport::Clock::now() < flood_deadline) std::this_thread::yield();
+  ASSERT_GE(refused.load(), 40) << "the flood never got going";
+  const auto start = transport::Clock::now();
+  std::vector<std::future<std::unique_ptr<Channel>>> dialers;
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    dialers.push_back(std::async(std::launch::async, [&, rank] {
+      ChannelError error;
+      auto channel = Channel::connect_local(job.endpoint(rank), listener.local_path(), 0,
+                                            long_deadline(), error);
+      EXPECT_NE(channel, nullptr) << "rank " << rank << ": " << error.message();
+      return channel;
+    }));
+  }
+  std::vector<std::unique_ptr<Channel>> dialed;
+  for (auto& d : dialers) dialed.push_back(d.get());
+  const std::string failure = result.get();
+  stop = true;
+  flood.get();
+  EXPECT_EQ(failure, "");
+  EXPECT_LT(transport::Clock::now() - start, 20s);
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    ASSERT_NE(accepted[rank], nullptr) << "rank " << rank;
+    EXPECT_STREQ(accepted[rank]->transport(), "unix");
+  }
 }
 
 }  // namespace

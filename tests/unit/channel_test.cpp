@@ -16,6 +16,7 @@
 
 #include "sempi/error.hpp"
 #include "support/rank_check.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_job.hpp"
 
 namespace sempi::test {
@@ -41,7 +42,13 @@ Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {},
                   bool over_unix = false) {
   const auto server_local = job.endpoint(job.issue(0), limits);
   const auto client_local = job.endpoint(job.issue(1), limits);
-  transport::Listener listener(loopback_any_port(), over_unix);
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(),
+                               over_unix ? dir.path() : std::filesystem::path());
+  if (over_unix && listener.local_path().empty()) {
+    ADD_FAILURE() << listener.local_failure();
+    return {};
+  }
   auto accepted = std::async(std::launch::async, [&] {
     std::error_code ec;
     auto fd = listener.accept(long_deadline(), ec);
@@ -150,26 +157,101 @@ TEST_P(ChannelOver, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
 INSTANTIATE_TEST_SUITE_P(Transports, ChannelOver, ::testing::Values(false, true),
                          [](const auto& param_info) { return param_info.param ? "Unix" : "Tcp"; });
 
-TEST(Listener, UnixSocketIsPrivateAndGoneWithTheListener) {
+TEST(Listener, UnixSocketIsGoneWithTheListener) {
+  const TempDir dir;
   std::string path;
   {
-    transport::Listener listener(loopback_any_port(), true);
+    transport::Listener listener(loopback_any_port(), dir.path());
     path = listener.local_path();
     ASSERT_FALSE(path.empty()) << listener.local_failure();
-    const auto dir = std::filesystem::path(path).parent_path();
+    EXPECT_EQ(std::filesystem::path(path).parent_path(), dir.path());
     struct stat st {};
-    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0700u);  // other users cannot even reach the socket
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_TRUE(S_ISSOCK(st.st_mode));
   }
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(path).parent_path()));
 }
 
-TEST(Listener, WithoutLocalItHasNoUnixSocket) {
-  transport::Listener listener(loopback_any_port());
+// Others could connect, or swap the socket: such a directory is not used (peers use TCP).
+TEST(Listener, RefusesADirectoryOthersCanEnter) {
+  const TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  transport::Listener listener(loopback_any_port(), dir.path());
   EXPECT_TRUE(listener.local_path().empty());
+  EXPECT_NE(listener.local_failure().find("not a private (0700) directory"), std::string::npos)
+      << listener.local_failure();
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// Only this user can reach the Unix socket; anyone can queue TCP connections. So accept()
+// serves the Unix socket first, or a TCP flood could keep local ranks waiting.
+TEST(Listener, AcceptServesTheUnixSocketBeforeQueuedTcpConnections) {
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  std::vector<transport::UniqueFd> queued;
+  for (int i = 0; i < 20; ++i) {
+    std::error_code ec;
+    queued.push_back(transport::tcp_connect(listener.endpoint(), long_deadline(), ec));
+    ASSERT_TRUE(queued.back().valid()) << ec.message();
+  }
+  std::error_code ec;
+  auto local = transport::unix_connect(listener.local_path(), long_deadline(), ec);
+  ASSERT_TRUE(local.valid()) << ec.message();
+  auto first = listener.accept(long_deadline(), ec);
+  ASSERT_TRUE(first.valid()) << ec.message();
+  EXPECT_TRUE(transport::is_unix_socket(first.get()));
+  auto second = listener.accept(long_deadline(), ec);
+  ASSERT_TRUE(second.valid()) << ec.message();
+  EXPECT_FALSE(transport::is_unix_socket(second.get()));
+}
+
+TEST(Listener, ShutdownWakesABlockedAccept) {
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  auto waiting = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto fd = listener.accept(long_deadline(), ec);
+    return std::make_pair(fd.valid(), ec);
+  });
+  ASSERT_EQ(waiting.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  const auto start = transport::Clock::now();
+  listener.shutdown();
+  const auto [accepted, ec] = waiting.get();
+  EXPECT_FALSE(accepted);
+  EXPECT_EQ(ec, std::errc::operation_canceled) << ec.message();
+  EXPECT_LT(transport::Clock::now() - start, std::chrono::seconds(10));
+}
+
+// Only an unreachable socket falls back to TCP; a peer that fails TLS verification over the
+// Unix socket fails the dial (here: rank 0 answers where rank 1 was expected).
+TEST(Channel, DialDoesNotFallBackAfterAFailedHandshake) {
+  TestJob job(3);
+  const TempDir dir;
+  const auto server_local = job.endpoint(job.issue(0));
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  auto server = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto fd = listener.accept(long_deadline(), ec);
+    const bool over_unix = fd.valid() && transport::is_unix_socket(fd.get());
+    ChannelError error;
+    (void)Channel::accept(server_local, std::move(fd), [](std::uint32_t) { return true; },
+                          long_deadline(), error);
+    return over_unix;
+  });
+  ChannelError error;
+  auto client = Channel::dial(job.endpoint(job.issue(2)), listener.endpoint(),
+                              listener.local_path(), 1, long_deadline(), error);
+  EXPECT_FALSE(client);
+  EXPECT_EQ(error.code, errc::peer_wrong_rank) << error.message();
+  EXPECT_TRUE(server.get());  // the one connection made came over the Unix socket
+  // Nothing tried TCP afterwards.
+  std::error_code ec;
+  EXPECT_FALSE(listener.accept(transport::Clock::now() + std::chrono::milliseconds(200), ec)
+                   .valid());
+  EXPECT_EQ(ec, errc::timeout);
 }
 
 TEST(Channel, UnreachableUnixSocketFailsBeforeTls) {
