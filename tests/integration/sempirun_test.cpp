@@ -452,14 +452,28 @@ TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
 // core file of a launcher that crashed (here: SIGABRT) under `ulimit -c unlimited`.
 TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
   TempDir dir;
+  // Killed, the launcher cannot remove the job's socket directory: keep it in `dir`.
   const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 60"},
-                              {.env = {}, .on_output = signal_when_ready(2, SIGABRT)},
+                              {.env = {"TMPDIR=" + dir.path().string()},
+                               .on_output = signal_when_ready(2, SIGABRT)},
                               {.cwd = dir.path(), .unlimited_core = true});
   EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
   EXPECT_FALSE(r.core_dumped) << describe(r);
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     EXPECT_FALSE(entry.path().filename().string().starts_with("core")) << entry.path();
   }
+}
+
+// However its ranks end, the job's directory for their Unix sockets goes with the job.
+TEST(Sempirun, JobSocketDirectoryIsRemovedWhenTheJobEnds) {
+  TempDir tmp;
+  const auto ok = run_sempirun({"-n", "2", "sh", "-c", "test -d \"$SEMPI_LOCAL_DIR\""},
+                               {.env = {"TMPDIR=" + tmp.path().string()}, .on_output = {}});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  const auto killed = run_sempirun({"-n", "2", "sh", "-c", "kill -KILL $$"},
+                                   {.env = {"TMPDIR=" + tmp.path().string()}, .on_output = {}});
+  EXPECT_EQ(killed.status, 128 + SIGKILL) << describe(killed);
+  EXPECT_TRUE(fs::is_empty(tmp.path()));
 }
 
 // --- usage errors -------------------------------------------------------------------------------
