@@ -21,8 +21,47 @@ using namespace std::chrono_literals;
 using transport::Channel;
 using transport::ChannelError;
 
+constexpr std::uint32_t kRanks = 4;
+
+// Rank 0 accepting the higher ranks on `listener` until `deadline`, on a thread of its own,
+// counting the connections it refuses.
+struct AcceptingRank0 {
+  AcceptingRank0(const TestJob& job, transport::Listener& listener, transport::Deadline deadline)
+      : accepted(kRanks) {
+    acceptor.my_rank = 0;
+    acceptor.expected = kRanks - 1;
+    acceptor.may_talk = [](int) { return true; };
+    acceptor.audit = [this](const char* action, bool, int, const std::string&, const char*) {
+      if (std::string_view(action) == "connection.refuse") ++refused;
+    };
+    result = std::async(std::launch::async, [this, &listener, deadline, local = job.endpoint(0)] {
+      return acceptor.run(listener, local, deadline, accepted);
+    });
+  }
+  std::vector<std::unique_ptr<Channel>> accepted;
+  std::atomic<int> refused{0};
+  detail::HigherRankAcceptor acceptor;
+  std::future<std::string> result;  // empty: every rank connected
+};
+
+// Ranks 1.. dial at once, each with `dial(rank, error)`; their channels (null where it failed).
+template <class Dial>
+std::vector<std::unique_ptr<Channel>> dial_higher_ranks(Dial dial) {
+  std::vector<std::future<std::unique_ptr<Channel>>> dialers;
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    dialers.push_back(std::async(std::launch::async, [&dial, rank] {
+      ChannelError error;
+      auto channel = dial(rank, error);
+      EXPECT_NE(channel, nullptr) << "rank " << rank << ": " << error.message();
+      return channel;
+    }));
+  }
+  std::vector<std::unique_ptr<Channel>> dialed;
+  for (auto& d : dialers) dialed.push_back(d.get());
+  return dialed;
+}
+
 TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
-  constexpr std::uint32_t kRanks = 4;
   const TestJob job(kRanks);
   transport::Listener listener(loopback_any_port());
 
@@ -38,68 +77,32 @@ TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
     }
   }
 
-  std::vector<std::unique_ptr<Channel>> accepted(kRanks);
-  std::atomic<int> refused{0};
-  detail::HigherRankAcceptor acceptor;
-  acceptor.my_rank = 0;
-  acceptor.expected = kRanks - 1;
-  acceptor.may_talk = [](int) { return true; };
-  acceptor.audit = [&](const char* action, bool, int, const std::string&, const char*) {
-    if (std::string_view(action) == "connection.refuse") ++refused;
-  };
-  const auto local = job.endpoint(0);
   const auto start = transport::Clock::now();
   // The deadline is shorter than one stalled handshake may last (30 s): handled one at a
   // time, the first stalled connection alone would use it up.
-  auto result = std::async(std::launch::async, [&] {
-    return acceptor.run(listener, local, deadline_in(20s), accepted);
+  AcceptingRank0 rank0(job, listener, deadline_in(20s));
+  const auto dialed = dial_higher_ranks([&](std::uint32_t rank, ChannelError& error) {
+    return Channel::connect(job.endpoint(rank), listener.endpoint(), 0, long_deadline(), error);
   });
-
-  std::vector<std::future<std::unique_ptr<Channel>>> dialers;
-  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
-    dialers.push_back(std::async(std::launch::async, [&, rank] {
-      ChannelError error;
-      auto channel = Channel::connect(job.endpoint(rank), listener.endpoint(), 0,
-                                      long_deadline(), error);
-      EXPECT_NE(channel, nullptr) << "rank " << rank << ": " << error.message();
-      return channel;
-    }));
-  }
-  std::vector<std::unique_ptr<Channel>> dialed;
-  for (auto& d : dialers) dialed.push_back(d.get());
-  EXPECT_EQ(result.get(), "");
+  EXPECT_EQ(rank0.result.get(), "");
   EXPECT_LT(transport::Clock::now() - start, 10s);
   for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
-    ASSERT_NE(accepted[rank], nullptr) << "rank " << rank;
-    EXPECT_EQ(accepted[rank]->peer().rank, rank);
+    ASSERT_NE(rank0.accepted[rank], nullptr) << "rank " << rank;
+    EXPECT_EQ(rank0.accepted[rank]->peer().rank, rank);
   }
   // Every flooding connection was dropped, none was taken for a rank.
-  EXPECT_EQ(refused.load(), static_cast<int>(flood.size()));
+  EXPECT_EQ(rank0.refused.load(), static_cast<int>(flood.size()));
 }
 
 // Ranks on one host come through the Unix socket, which only this user can reach: a flood
 // that never lets up on the TCP port must not starve them (accept() serves the Unix socket
 // first; served in turn, they would wait behind a queue the flood keeps full).
 TEST(StartupFlood, RanksOnThisHostConnectDuringAnEndlessTcpFlood) {
-  constexpr std::uint32_t kRanks = 4;
   const TestJob job(kRanks);
   const TempDir dir;
   transport::Listener listener(loopback_any_port(), dir.path());
   ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
-
-  std::vector<std::unique_ptr<Channel>> accepted(kRanks);
-  std::atomic<int> refused{0};
-  detail::HigherRankAcceptor acceptor;
-  acceptor.my_rank = 0;
-  acceptor.expected = kRanks - 1;
-  acceptor.may_talk = [](int) { return true; };
-  acceptor.audit = [&](const char* action, bool, int, const std::string&, const char*) {
-    if (std::string_view(action) == "connection.refuse") ++refused;
-  };
-  const auto local = job.endpoint(0);
-  auto result = std::async(std::launch::async, [&] {
-    return acceptor.run(listener, local, deadline_in(60s), accepted);
-  });
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
 
   std::atomic<bool> stop{false};
   auto flood = std::async(std::launch::async, [&] {
@@ -116,29 +119,20 @@ TEST(StartupFlood, RanksOnThisHostConnectDuringAnEndlessTcpFlood) {
   } stop_flood{stop};
   // The flood is in full swing: the acceptor has dropped dozens of its connections.
   const auto flood_deadline = transport::Clock::now() + 60s;
-  while (refused < 40 && transport::Clock::now() < flood_deadline) std::this_thread::yield();
-  ASSERT_GE(refused.load(), 40) << "the flood never got going";
-  const auto start = transport::Clock::now();
-  std::vector<std::future<std::unique_ptr<Channel>>> dialers;
-  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
-    dialers.push_back(std::async(std::launch::async, [&, rank] {
-      ChannelError error;
-      auto channel = Channel::connect_local(job.endpoint(rank), listener.local_path(), 0,
-                                            long_deadline(), error);
-      EXPECT_NE(channel, nullptr) << "rank " << rank << ": " << error.message();
-      return channel;
-    }));
+  while (rank0.refused < 40 && transport::Clock::now() < flood_deadline) {
+    std::this_thread::yield();
   }
-  std::vector<std::unique_ptr<Channel>> dialed;
-  for (auto& d : dialers) dialed.push_back(d.get());
-  const std::string failure = result.get();
-  stop = true;
-  flood.get();
-  EXPECT_EQ(failure, "");
+  ASSERT_GE(rank0.refused.load(), 40) << "the flood never got going";
+  const auto start = transport::Clock::now();
+  const auto dialed = dial_higher_ranks([&](std::uint32_t rank, ChannelError& error) {
+    return Channel::connect_local(job.endpoint(rank), listener.local_path(), 0, long_deadline(),
+                                  error);
+  });
+  EXPECT_EQ(rank0.result.get(), "");
   EXPECT_LT(transport::Clock::now() - start, 20s);
   for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
-    ASSERT_NE(accepted[rank], nullptr) << "rank " << rank;
-    EXPECT_STREQ(accepted[rank]->transport(), "unix");
+    ASSERT_NE(rank0.accepted[rank], nullptr) << "rank " << rank;
+    EXPECT_STREQ(rank0.accepted[rank]->transport(), "unix");
   }
 }
 
