@@ -23,6 +23,9 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
 
 struct Handshake {
   std::thread thread;
+  // Over the Unix socket: a process of this user (the listener checked), so not counted
+  // against kMaxPendingHandshakes and never dropped to make room for a TCP connection.
+  bool local = false;
   // A duplicate of the connection's socket, open until the handshake finishes, so that the
   // acceptor can shut the connection down without racing the handshake closing its own fd.
   UniqueFd watch;
@@ -115,11 +118,12 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
       if (remaining != 0) failure = "waiting for higher ranks to connect: " + ec.message();
       break;
     }
+    const bool local_socket = transport::is_unix_socket(socket.get());
     std::size_t pending = 0;
-    for (const auto& h : handshakes) pending += h.finished ? 0 : 1;
-    if (pending >= kMaxPendingHandshakes) {
+    for (const auto& h : handshakes) pending += h.finished || h.local ? 0 : 1;
+    if (!local_socket && pending >= kMaxPendingHandshakes) {
       for (auto& h : handshakes) {
-        if (!h.finished && h.watch.valid()) {
+        if (!h.finished && !h.local && h.watch.valid()) {
           drop(h, "dropped: the oldest of too many unauthenticated connections");
           break;
         }
@@ -131,6 +135,7 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
       continue;
     }
     Handshake& h = handshakes.emplace_back();
+    h.local = local_socket;
     h.watch = std::move(watch);
     try {
       h.thread = std::thread(handshake, std::move(socket), &h);

@@ -5,7 +5,9 @@
 // the handshakes run one at a time, a few connections that never finish theirs would hold the
 // genuine ranks in the listen backlog until the start-up deadline. Here a stalled connection
 // holds only its own thread; at most kMaxPendingHandshakes run at once, and beyond that the
-// oldest is dropped (a genuine rank completes its handshake within milliseconds).
+// oldest is dropped (a genuine rank completes its handshake within milliseconds). Connections
+// over the Unix socket come from this user's processes only; they neither count nor are dropped,
+// so a TCP flood cannot push the ranks on this host out.
 
 #include <functional>
 #include <memory>

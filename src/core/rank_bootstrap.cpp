@@ -160,7 +160,8 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       local_dir);
   const std::string my_host = local_dir.empty() ? std::string() : transport::local_host_identity();
   if (!listener.local_failure().empty()) {
-    spdlog::warn("sempi: peers on this host will use TCP: {}", listener.local_failure());
+    spdlog::warn("sempi: peers on this host will reach this rank over TCP: {}",
+                 listener.local_failure());
   }
 
   nlohmann::json enroll = {{"type", "enroll"},

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -126,6 +127,16 @@ UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_cod
     return {};
   }
   path.copy(address.sun_path, path.size());
+  // A socket file itself, of this user: not a link that connect() would follow elsewhere.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    ec = {errno, std::system_category()};
+    return {};
+  }
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid()) {
+    ec = std::make_error_code(std::errc::permission_denied);
+    return {};
+  }
   UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (!fd.valid()) {
     ec = {errno, std::system_category()};

@@ -40,8 +40,9 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
 
 /// Non-blocking TCP connect with TCP_NODELAY; bounded by the deadline.
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
-/// Non-blocking connect to a Unix stream socket at `path`, whose listener must run as this
-/// user (EACCES otherwise); bounded by the deadline.
+/// Non-blocking connect to the Unix stream socket at `path`, which must be a socket file of
+/// this user (not a symbolic link) with a listener running as this user (EACCES otherwise);
+/// bounded by the deadline.
 UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec);
 /// True if `fd` is a Unix-domain socket (a peer on this host), false for TCP.
 bool is_unix_socket(int fd);

@@ -80,8 +80,7 @@ TEST(LocalTransport, RanksOnOneHostUseUnixSocketsAndTcpOnRequest) {
             (std::map<std::string, int>{{"tcp", 6}}));
 }
 
-// The job's socket directory goes with the job, however its ranks end (a killed rank never
-// removes its own socket).
+// The job's socket directory goes with the job, however its ranks end.
 TEST(LocalTransport, SocketDirectoryIsGoneAfterTheJobEvenWhenARankIsKilled) {
   const TempDir tmp;
   const char* saved = std::getenv("TMPDIR");

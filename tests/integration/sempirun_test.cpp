@@ -105,8 +105,16 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The test's own settings replace inherited ones (getenv would find the first of two).
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env_storage;
-  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const auto& o) {
+      return name_of(o) == name_of(entry);
+    });
+    if (!replaced) env_storage.push_back(entry);
+  }
   env_storage.insert(env_storage.end(), options.env.begin(), options.env.end());
   std::vector<char*> envp;
   for (auto& e : env_storage) envp.push_back(e.data());

@@ -206,6 +206,22 @@ TEST(Listener, AcceptServesTheUnixSocketBeforeQueuedTcpConnections) {
   EXPECT_FALSE(transport::is_unix_socket(second.get()));
 }
 
+// A rank of the job could plant a link to some other socket (an SSH agent, say) where a peer's
+// socket should be: dialers take only a socket file itself.
+TEST(Listener, DialersRefuseALinkInPlaceOfTheSocket) {
+  const TempDir dir;
+  const TempDir elsewhere;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  const auto link = elsewhere.path() / "rank-1.sock";
+  std::filesystem::create_symlink(listener.local_path(), link);
+  std::error_code ec;
+  EXPECT_FALSE(transport::unix_connect(link.string(), long_deadline(), ec).valid());
+  EXPECT_EQ(ec, std::errc::permission_denied) << ec.message();
+  EXPECT_TRUE(transport::unix_connect(listener.local_path(), long_deadline(), ec).valid())
+      << ec.message();
+}
+
 TEST(Listener, ShutdownWakesABlockedAccept) {
   const TempDir dir;
   transport::Listener listener(loopback_any_port(), dir.path());
