@@ -280,14 +280,7 @@ class Launcher::Job {
     enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_,
                         socket_dir_->path());
     start_audit(job);
-    std::vector<std::string> base_env = build_base_env();
-    // Ours alone: the launcher accepts sockets only in the directory it made.
-    std::erase_if(base_env, [](const std::string& entry) {
-      return variable_name(entry) == kLocalDirVariable;
-    });
-    if (!socket_dir_->path().empty()) {
-      base_env.push_back(std::string(kLocalDirVariable) + "=" + socket_dir_->path().string());
-    }
+    const std::vector<std::string> base_env = build_base_env();
     if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
 
     // Several ranks share our stdout: pieces without a newline get one, so lines never join.
@@ -437,8 +430,7 @@ class Launcher::Job {
   std::vector<std::string> build_base_env() const {
     std::set<std::string> overridden = {"SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",
                                         "SEMPI_SIZE",         "SEMPI_JOB_ID",
-                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE",
-                                        kLocalDirVariable};
+                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE"};
     for (const auto& setting : options_.env) overridden.insert(setting.name);
     std::vector<std::string> env;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -455,6 +447,13 @@ class Launcher::Job {
       } else {
         report("warning: -x " + setting.name + ": not set in this environment; not forwarded");
       }
+    }
+    // Ours alone, inherited or not: the launcher accepts sockets only in the directory it made.
+    std::erase_if(env, [](const std::string& entry) {
+      return variable_name(entry) == kLocalDirVariable;
+    });
+    if (socket_dir_ && !socket_dir_->path().empty()) {
+      env.push_back(std::string(kLocalDirVariable) + "=" + socket_dir_->path().string());
     }
     return env;
   }

@@ -41,10 +41,8 @@ void Listener::listen_locally(const std::filesystem::path& dir, int backlog) {
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     return give_up("the directory is not a private (0700) directory of this user");
   }
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) return give_up("path too long for a socket");
-  path.copy(address.sun_path, path.size());
+  sockaddr_un address;
+  if (!unix_address(path, address)) return give_up("path too long for a socket");
   UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (!fd.valid()) return give_up(std::strerror(errno));
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) < 0) {

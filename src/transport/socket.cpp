@@ -119,14 +119,20 @@ UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec)
   return finish_connect(std::move(fd), to.data(), static_cast<socklen_t>(to.size()), deadline, ec);
 }
 
-UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec) {
-  sockaddr_un address{};
+bool unix_address(const std::string& path, sockaddr_un& address) {
+  address = {};
   address.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof address.sun_path) {
+  if (path.empty() || path.size() >= sizeof address.sun_path) return false;
+  path.copy(address.sun_path, path.size());
+  return true;
+}
+
+UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec) {
+  sockaddr_un address;
+  if (!unix_address(path, address)) {
     ec = std::make_error_code(std::errc::filename_too_long);
     return {};
   }
-  path.copy(address.sun_path, path.size());
   // A socket file itself, of this user: not a link that connect() would follow elsewhere.
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {

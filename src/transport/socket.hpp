@@ -1,6 +1,8 @@
 #pragma once
 // Thin POSIX socket helpers with deadlines. Sockets are non-blocking; every wait is bounded.
 
+#include <sys/un.h>
+
 #include <chrono>
 #include <string>
 #include <system_error>
@@ -44,6 +46,8 @@ UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec)
 /// this user (not a symbolic link) with a listener running as this user (EACCES otherwise);
 /// bounded by the deadline.
 UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec);
+/// The address of the Unix socket at `path`; false if the path is empty or too long for one.
+bool unix_address(const std::string& path, sockaddr_un& address);
 /// True if `fd` is a Unix-domain socket (a peer on this host), false for TCP.
 bool is_unix_socket(int fd);
 /// True if the process at the other end of Unix socket `fd` runs as this process's user.
