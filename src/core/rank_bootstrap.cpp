@@ -62,29 +62,6 @@ bool local_transport_from_env() {
   return value == "unix";
 }
 
-// The welcome's Unix socket for each rank on this host (empty elsewhere, or if it has none).
-std::vector<std::string> local_paths_for_this_host(const nlohmann::json& welcome, int size,
-                                                   const std::string& my_host) {
-  std::vector<std::string> paths(static_cast<std::size_t>(size));
-  if (!welcome.contains("local_endpoints")) return paths;
-  const auto& table = welcome.at("local_endpoints");
-  if (!table.is_array() || table.size() != paths.size()) {
-    throw Error(ErrorClass::io, "launcher welcome has a malformed 'local_endpoints'");
-  }
-  for (std::size_t r = 0; r < paths.size(); ++r) {
-    const auto& entry = table[r];
-    if (entry.is_null()) continue;
-    if (!entry.is_object() || !entry.contains("host") || !entry.contains("path") ||
-        !entry.at("host").is_string() || !entry.at("path").is_string()) {
-      throw Error(ErrorClass::io, "launcher welcome has a malformed 'local_endpoints'");
-    }
-    if (!my_host.empty() && entry.at("host").get<std::string>() == my_host) {
-      paths[r] = entry.at("path").get<std::string>();
-    }
-  }
-  return paths;
-}
-
 int bootstrap_fd_from_env() {
   const char* text = std::getenv(launch::kBootstrapFdVariable);
   char* end = nullptr;
@@ -180,7 +157,7 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
       endpoints.size() != static_cast<std::size_t>(joined.size)) {
     throw Error(ErrorClass::io, "launcher welcome is inconsistent (rank/size/endpoints)");
   }
-  const auto local_paths = local_paths_for_this_host(welcome, joined.size, my_host);
+  const auto local_paths = launch::welcome_local_paths(welcome, joined.size, my_host);
   const auto job = pki::JobId::parse(field<std::string>(welcome, "job"));
   if (!job) throw Error(ErrorClass::io, "launcher welcome has a malformed job id");
   joined.job = *job;

@@ -40,6 +40,7 @@
 #include <chrono>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,14 @@ class BootstrapReader {
  private:
   std::string buffer_;
 };
+
+/// The rank side's reading of a welcome's "local_endpoints": for each rank (index = rank), the
+/// path of its Unix socket if that rank enrolled one with host identity `host`, else empty.
+/// No table (a launcher without a socket directory) or an empty `host` gives all empty.
+/// Throws sempi::Error(io) unless the table is an array of `size` entries, each null or
+/// {"host":string, "path":absolute path}.
+std::vector<std::string> welcome_local_paths(const nlohmann::json& welcome, int size,
+                                             const std::string& host);
 
 /// Blocking read of one message with a deadline (for the rank side during start-up).
 std::error_code read_bootstrap_message(int fd, BootstrapReader& reader, nlohmann::json& out,

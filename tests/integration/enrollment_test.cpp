@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/hex.hpp"
+#include "launch/bootstrap_protocol.hpp"
 #include "pki/csr.hpp"
 #include "pki/identity.hpp"
 #include "pki/job_ca.hpp"
@@ -220,6 +221,58 @@ TEST(Enrollment, BadLocalEndpointsRefused) {
   // A second rank claiming the same socket is confused or hostile.
   expect_refusal(e.enroll(1, with_local(1, socket_of("rank-7.sock"))),
                  "local endpoint /tmp/sempi-AbC123/rank-7.sock is already used by rank 0");
+}
+
+// The rank's side: it dials only the sockets of ranks on its own host.
+TEST(Enrollment, RankReadsTheSocketsOfItsOwnHostFromTheWelcome) {
+  auto e = make_enrollment_with_sockets(3);
+  nlohmann::json other_host = socket_of("rank-102.sock");
+  other_host["host"] = "other-boot/net:[1]";
+  ASSERT_EQ(e.enroll(0, with_local(0, socket_of("rank-100.sock"))), std::nullopt);
+  ASSERT_EQ(enroll(e, 1), std::nullopt);
+  ASSERT_EQ(e.enroll(2, with_local(2, other_host)), std::nullopt);
+  const auto welcome = e.welcome(1);
+  const std::string dir = kSocketDir;
+  EXPECT_EQ(welcome_local_paths(welcome, 3, "boot/net:[1]"),
+            (std::vector<std::string>{dir + "/rank-100.sock", "", ""}));
+  EXPECT_EQ(welcome_local_paths(welcome, 3, "other-boot/net:[1]"),
+            (std::vector<std::string>{"", "", dir + "/rank-102.sock"}));
+  // A rank that could not tell its host identity dials nobody locally.
+  EXPECT_EQ(welcome_local_paths(welcome, 3, ""), std::vector<std::string>(3));
+  // A job without a socket directory: every entry is null.
+  auto plain = make_enrollment(1);
+  ASSERT_EQ(enroll(plain, 0), std::nullopt);
+  EXPECT_EQ(welcome_local_paths(plain.welcome(0), 1, "boot/net:[1]"), std::vector<std::string>(1));
+  // No table at all (an older launcher): no local sockets.
+  EXPECT_EQ(welcome_local_paths({{"type", "welcome"}}, 2, "h"), std::vector<std::string>(2));
+}
+
+TEST(Enrollment, RankRefusesAMalformedLocalEndpointTable) {
+  const nlohmann::json good = {{"host", "h"}, {"path", "/tmp/d/rank-1.sock"}};
+  for (const nlohmann::json& table :
+       {nlohmann::json("x"), nlohmann::json::array({good}),  // wrong type; too short for 2 ranks
+        nlohmann::json::array({good, good, good}),             // too long
+        nlohmann::json::array({good, 5}),                      // an entry neither null nor object
+        nlohmann::json::array({good, {{"host", "h"}}}),        // no path
+        nlohmann::json::array({good, {{"path", "/tmp/d/rank-1.sock"}}}),   // no host
+        nlohmann::json::array({good, {{"host", 1}, {"path", "/tmp/d/rank-1.sock"}}}),
+        nlohmann::json::array({good, {{"host", "h"}, {"path", nullptr}}}),
+        nlohmann::json::array({good, {{"host", "h"}, {"path", ""}}}),
+        nlohmann::json::array({good, {{"host", "h"}, {"path", "rank-1.sock"}}})}) {
+    const nlohmann::json welcome = {{"type", "welcome"}, {"local_endpoints", table}};
+    try {
+      (void)welcome_local_paths(welcome, 2, "h");
+      ADD_FAILURE() << "accepted " << table.dump();
+    } catch (const Error& error) {
+      EXPECT_EQ(error.error_class(), ErrorClass::io) << table.dump();
+      EXPECT_NE(std::string(error.what()).find("malformed 'local_endpoints'"), std::string::npos)
+          << error.what();
+    }
+  }
+  const nlohmann::json welcome = {{"type", "welcome"},
+                                  {"local_endpoints", nlohmann::json::array({good, nullptr})}};
+  EXPECT_EQ(welcome_local_paths(welcome, 2, "h"),
+            (std::vector<std::string>{"/tmp/d/rank-1.sock", ""}));
 }
 
 TEST(Enrollment, LocalEndpointRefusedWhenTheJobHasNoSocketDirectory) {
