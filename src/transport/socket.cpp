@@ -53,7 +53,18 @@ std::error_code prepare_stream_socket(int fd) {
       ::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
     return {errno, std::system_category()};
   }
-  if (is_unix_socket(fd)) return {};
+  if (is_unix_socket(fd)) {
+    // A Unix socket's send buffer bounds the bytes in flight (the kernel's default is 208 KiB;
+    // it doubles the value asked for, up to net.core.wmem_max). With 512 KiB a half of a 1 MiB
+    // allreduce fits at once, so a rank seals its whole half before it must wait for a reader
+    // that may share its core: -8 % at 2 ranks and -9 % at 4 ranks on 2 cores (bench/RESULTS.md).
+    // Larger buffers measured no better; only the bytes actually queued use memory.
+    if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kUnixSendBufferRequest,
+                     sizeof kUnixSendBufferRequest) < 0) {
+      return {errno, std::system_category()};
+    }
+    return {};
+  }
   // Latency matters more than packet count for MPI traffic; the channel coalesces itself.
   const int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {

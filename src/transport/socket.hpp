@@ -57,6 +57,9 @@ bool same_user_peer(int fd);
 /// simulated clusters). Empty if unknown: then only TCP is used.
 std::string local_host_identity();
 
+// SO_SNDBUF asked for on Unix-socket channels; the kernel doubles it (prepare_stream_socket).
+inline constexpr int kUnixSendBufferRequest = 256 * 1024;
+
 // TCP keepalive on every rank connection: a silent peer is declared lost after
 // idle + probes * interval seconds (40 s) without an answer.
 inline constexpr int kKeepaliveIdleSeconds = 20;
@@ -74,8 +77,9 @@ inline constexpr unsigned kUnacknowledgedLimitMs =
 /// True if `fd` has sent data that nothing has acknowledged for kUnacknowledgedLimitMs.
 bool unacknowledged_too_long(int fd);
 
-/// Sets O_NONBLOCK and FD_CLOEXEC on a connected socket, and for TCP also TCP_NODELAY and
-/// keepalive (a Unix socket learns of its peer's death from the kernel at once).
+/// Sets O_NONBLOCK and FD_CLOEXEC on a connected socket; for TCP also TCP_NODELAY and
+/// keepalive (a Unix socket learns of its peer's death from the kernel at once), for a Unix
+/// socket a larger send buffer (kUnixSendBufferRequest).
 std::error_code prepare_stream_socket(int fd);
 
 /// Parses "host:port" (IPv4 dotted quad or [IPv6]); throws sempi::Error(config).

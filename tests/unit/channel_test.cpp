@@ -10,7 +10,9 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -204,6 +206,31 @@ TEST(Listener, AcceptServesTheUnixSocketBeforeQueuedTcpConnections) {
   auto second = listener.accept(long_deadline(), ec);
   ASSERT_TRUE(second.valid()) << ec.message();
   EXPECT_FALSE(transport::is_unix_socket(second.get()));
+}
+
+// Both ends of a Unix-socket connection get the larger send buffer (the kernel reports twice
+// the request, capped by net.core.wmem_max).
+TEST(Listener, UnixConnectionsGetTheLargerSendBuffer) {
+  const auto send_buffer = [](int fd) {
+    int value = 0;
+    socklen_t length = sizeof value;
+    EXPECT_EQ(::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, &length), 0);
+    return value;
+  };
+  long wmem_max = 0;
+  std::ifstream("/proc/sys/net/core/wmem_max") >> wmem_max;
+  ASSERT_GT(wmem_max, 0);
+  const long expected = 2 * std::min<long>(transport::kUnixSendBufferRequest, wmem_max);
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  std::error_code ec;
+  auto dialed = transport::unix_connect(listener.local_path(), long_deadline(), ec);
+  ASSERT_TRUE(dialed.valid()) << ec.message();
+  auto accepted = listener.accept(long_deadline(), ec);
+  ASSERT_TRUE(accepted.valid()) << ec.message();
+  EXPECT_EQ(send_buffer(dialed.get()), expected);
+  EXPECT_EQ(send_buffer(accepted.get()), expected);
 }
 
 // A rank of the job could plant a link to some other socket (an SSH agent, say) where a peer's
