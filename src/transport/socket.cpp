@@ -47,6 +47,23 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline) {
   }
 }
 
+void raise_unix_send_buffer(int fd) {
+  // A Unix socket's send buffer bounds the bytes in flight. The kernel's default is 208 KiB; it
+  // doubles the value asked for, capped at net.core.wmem_max (416 KiB under the stock 208 KiB
+  // cap). Half of a 1 MiB allreduce then fits at once, so a rank seals its whole half before it
+  // waits for a reader that may share its core (bench/RESULTS.md, seventh session). Only raised,
+  // never lowered below a host's own default; only the bytes actually queued use memory. A
+  // performance hint: a channel works with any buffer, so a refusal is not an error.
+  int current = 0;
+  socklen_t length = sizeof current;
+  if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &current, &length) == 0 &&
+      current >= 2 * kUnixSendBufferRequest) {
+    return;
+  }
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kUnixSendBufferRequest,
+                     sizeof kUnixSendBufferRequest);
+}
+
 std::error_code prepare_stream_socket(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
@@ -54,15 +71,7 @@ std::error_code prepare_stream_socket(int fd) {
     return {errno, std::system_category()};
   }
   if (is_unix_socket(fd)) {
-    // A Unix socket's send buffer bounds the bytes in flight (the kernel's default is 208 KiB;
-    // it doubles the value asked for, up to net.core.wmem_max). With 512 KiB a half of a 1 MiB
-    // allreduce fits at once, so a rank seals its whole half before it must wait for a reader
-    // that may share its core: -8 % at 2 ranks and -9 % at 4 ranks on 2 cores (bench/RESULTS.md).
-    // Larger buffers measured no better; only the bytes actually queued use memory.
-    if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kUnixSendBufferRequest,
-                     sizeof kUnixSendBufferRequest) < 0) {
-      return {errno, std::system_category()};
-    }
+    raise_unix_send_buffer(fd);
     return {};
   }
   // Latency matters more than packet count for MPI traffic; the channel coalesces itself.

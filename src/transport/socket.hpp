@@ -57,8 +57,11 @@ bool same_user_peer(int fd);
 /// simulated clusters). Empty if unknown: then only TCP is used.
 std::string local_host_identity();
 
-// SO_SNDBUF asked for on Unix-socket channels; the kernel doubles it (prepare_stream_socket).
+// SO_SNDBUF asked for on Unix-socket channels; the kernel doubles it, up to wmem_max.
 inline constexpr int kUnixSendBufferRequest = 256 * 1024;
+/// Raises the send buffer of Unix socket `fd` to kUnixSendBufferRequest (never lowers it);
+/// best effort.
+void raise_unix_send_buffer(int fd);
 
 // TCP keepalive on every rank connection: a silent peer is declared lost after
 // idle + probes * interval seconds (40 s) without an answer.
@@ -79,7 +82,7 @@ bool unacknowledged_too_long(int fd);
 
 /// Sets O_NONBLOCK and FD_CLOEXEC on a connected socket; for TCP also TCP_NODELAY and
 /// keepalive (a Unix socket learns of its peer's death from the kernel at once), for a Unix
-/// socket a larger send buffer (kUnixSendBufferRequest).
+/// socket a larger send buffer (raise_unix_send_buffer).
 std::error_code prepare_stream_socket(int fd);
 
 /// Parses "host:port" (IPv4 dotted quad or [IPv6]); throws sempi::Error(config).
