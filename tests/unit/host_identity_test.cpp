@@ -5,7 +5,6 @@
 // Its own test binary: the namespace test forks, and a child of a process with other threads
 // could find an allocator lock held.
 
-#include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <optional>
+#include <cstring>
 #include <string>
 
 #include "transport/socket.hpp"
@@ -21,47 +20,76 @@
 namespace sempi::transport {
 namespace {
 
-constexpr int kExitNoPermission = 77;
+// What a child process that first moved into a new network namespace saw.
+struct Elsewhere {
+  bool entered = false;      // the child is in a new network namespace
+  bool unsupported = false;  // this machine does not let us create one (problem says why)
+  std::string identity;      // entered: the child's local_host_identity()
+  std::string problem;       // not entered: why
+};
 
-// The identity computed in a child process that first moved into a new network namespace.
-// nullopt (with a reason) if this machine does not let us create one.
-std::optional<std::string> identity_in_new_network_namespace(std::string& why_not) {
+// As root a network namespace alone; otherwise with a user namespace, where the kernel allows
+// unprivileged ones (the identity needs no uid mapping). errno of the last attempt on failure.
+int enter_new_network_namespace() {
+  if (::geteuid() == 0 && ::unshare(CLONE_NEWNET) == 0) return 0;
+  return ::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 ? 0 : errno;
+}
+
+Elsewhere identity_in_new_network_namespace() {
+  Elsewhere result;
   int fds[2];
   if (::pipe(fds) != 0) {
-    why_not = "pipe failed";
-    return std::nullopt;
+    result.problem = std::string("pipe: ") + std::strerror(errno);
+    return result;
   }
   const pid_t child = ::fork();
   if (child < 0) {
-    why_not = "fork failed";
-    return std::nullopt;
+    result.problem = std::string("fork: ") + std::strerror(errno);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return result;
   }
   if (child == 0) {
+    // The child writes one status byte (0 or the errno of unshare), then the identity.
     ::close(fds[0]);
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(kExitNoPermission);
-    const std::string identity = local_host_identity();
+    const int error = enter_new_network_namespace();
+    const auto status = static_cast<unsigned char>(error);
+    std::string message(1, static_cast<char>(status));
+    if (error == 0) message += local_host_identity();
     const bool written =
-        ::write(fds[1], identity.data(), identity.size()) == static_cast<ssize_t>(identity.size());
+        ::write(fds[1], message.data(), message.size()) == static_cast<ssize_t>(message.size());
     ::_exit(written ? 0 : 1);
   }
   ::close(fds[1]);
-  std::string identity;
+  std::string message;
   char buffer[256];
-  ssize_t n = 0;
-  while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) identity.append(buffer, n);
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      message.append(buffer, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  do {
+    waited = ::waitpid(child, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  if (waited != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || message.empty()) {
+    result.problem = "the child process failed";
+    return result;
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitNoPermission) {
-    why_not = "unshare(CLONE_NEWNET) is not permitted here (needs CAP_SYS_ADMIN)";
-    return std::nullopt;
+  if (message[0] != 0) {
+    result.unsupported = true;
+    result.problem = std::string("cannot create a network namespace here: ") +
+                     std::strerror(static_cast<unsigned char>(message[0]));
+    return result;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    why_not = "the child failed";
-    return std::nullopt;
-  }
-  return identity;
+  result.entered = true;
+  result.identity = message.substr(1);
+  return result;
 }
 
 std::string boot_id_part(const std::string& identity) {
@@ -78,12 +106,11 @@ TEST(LocalHostIdentity, NamesTheBootAndTheNetworkNamespace) {
 
 TEST(LocalHostIdentity, DiffersInAnotherNetworkNamespace) {
   const std::string here = local_host_identity();
-  std::string why_not;
-  const auto there = identity_in_new_network_namespace(why_not);
-  if (!there && why_not.find("not permitted") != std::string::npos) GTEST_SKIP() << why_not;
-  ASSERT_TRUE(there.has_value()) << why_not;
-  EXPECT_NE(*there, here);
-  EXPECT_EQ(boot_id_part(*there), boot_id_part(here));  // same kernel, other namespace
+  const Elsewhere there = identity_in_new_network_namespace();
+  if (there.unsupported) GTEST_SKIP() << there.problem;
+  ASSERT_TRUE(there.entered) << there.problem;
+  EXPECT_NE(there.identity, here);
+  EXPECT_EQ(boot_id_part(there.identity), boot_id_part(here));  // same kernel, other namespace
 }
 
 }  // namespace
