@@ -92,12 +92,13 @@ std::error_code read_bootstrap_message(int fd, BootstrapReader& reader, nlohmann
 
 std::vector<std::string> welcome_local_paths(const nlohmann::json& welcome, int size,
                                              const std::string& host) {
-  std::vector<std::string> paths(static_cast<std::size_t>(size));
-  if (!welcome.contains("local_endpoints")) return paths;
-  const auto& table = welcome.at("local_endpoints");
   const auto malformed = [] {
     return Error(ErrorClass::io, "launcher welcome has a malformed 'local_endpoints'");
   };
+  if (size < 0) throw malformed();
+  std::vector<std::string> paths(static_cast<std::size_t>(size));
+  if (!welcome.contains("local_endpoints")) return paths;
+  const auto& table = welcome.at("local_endpoints");
   if (!table.is_array() || table.size() != paths.size()) throw malformed();
   for (std::size_t r = 0; r < paths.size(); ++r) {
     const auto& entry = table[r];

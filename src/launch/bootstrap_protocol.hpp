@@ -72,9 +72,10 @@ class BootstrapReader {
 
 /// The rank side's reading of a welcome's "local_endpoints": for each rank (index = rank), the
 /// path of its Unix socket if that rank enrolled one with host identity `host`, else empty.
-/// No table (a launcher without a socket directory) or an empty `host` gives all empty.
-/// Throws sempi::Error(io) unless the table is an array of `size` entries, each null or
-/// {"host":string, "path":absolute path}.
+/// A job without a socket directory has only nulls; no table (an older launcher) or an empty
+/// `host` gives all empty too.
+/// Throws sempi::Error(io) unless `size` >= 0 and the table is an array of `size` entries,
+/// each null or {"host":string, "path":absolute path}.
 std::vector<std::string> welcome_local_paths(const nlohmann::json& welcome, int size,
                                              const std::string& host);
 

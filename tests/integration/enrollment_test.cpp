@@ -273,6 +273,7 @@ TEST(Enrollment, RankRefusesAMalformedLocalEndpointTable) {
                                   {"local_endpoints", nlohmann::json::array({good, nullptr})}};
   EXPECT_EQ(welcome_local_paths(welcome, 2, "h"),
             (std::vector<std::string>{"/tmp/d/rank-1.sock", ""}));
+  EXPECT_THROW((void)welcome_local_paths(welcome, -1, "h"), Error);
 }
 
 TEST(Enrollment, LocalEndpointRefusedWhenTheJobHasNoSocketDirectory) {
