@@ -49,6 +49,8 @@ std::vector<std::vector<std::uint8_t>> seeds() {
   out.push_back(message(R"([1,2,3])"));
   out.push_back(message(R"({"type":7})"));
   out.push_back({2, 0xff, 0xff, 0xff, 0x7f, '{'});
+  out.push_back(message(R"({"type":"welcome","size":2,"local_endpoints":)"
+                        R"([{"host":"h","path":"/tmp/d/rank-1.sock"},null]})"));
   // Records (selector 3): data, a requested KeyUpdate, data, a record padded with zeros,
   // close_notify.
   out.push_back({3,    0, 5,  0, 'h', 'e', 'l', 'l', 'o', 1, 6, 0, 22, 24, 0, 0, 1, 1,

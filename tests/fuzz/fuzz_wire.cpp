@@ -1,6 +1,7 @@
 // Fuzz target for everything a peer or a rank can feed the parsers: frame headers, HELLO
-// payloads and bootstrap messages before any trust is established, and TLS records after the
-// handshake (fuzz_records.cpp). The first input byte picks the parser. Built as a libFuzzer target with clang (-DSEMPI_FUZZ=ON), and always as a
+// payloads and bootstrap messages (and a welcome's socket table) before any trust is
+// established, and TLS records after the handshake (fuzz_records.cpp). The first input byte
+// picks the parser. Built as a libFuzzer target with clang (-DSEMPI_FUZZ=ON), and always as a
 // deterministic replay/mutation test (fuzz_driver.cpp) so every build exercises it.
 
 #include <cstddef>
@@ -11,10 +12,33 @@
 #include <unistd.h>
 
 #include "launch/bootstrap_protocol.hpp"
+#include "sempi/error.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 
 void fuzz_record_layer(std::span<const std::uint8_t> input);
+
+namespace {
+
+// A welcome's socket table either is refused with sempi::Error or gives one entry per rank, each
+// empty or an absolute path (nothing else may reach a dial).
+void check_welcome_local_paths(const nlohmann::json& welcome) {
+  const auto* claimed = welcome.contains("size")
+                           ? welcome.at("size").get_ptr<const nlohmann::json::number_integer_t*>()
+                           : nullptr;
+  const int size = claimed != nullptr && *claimed >= 0 && *claimed <= 64 ? static_cast<int>(*claimed) : 2;
+  try {
+    const auto paths = sempi::launch::welcome_local_paths(welcome, size, "h");
+    if (paths.size() != static_cast<std::size_t>(size)) __builtin_trap();
+    for (const auto& path : paths) {
+      if (!path.empty() && path.front() != '/') __builtin_trap();
+    }
+  } catch (const sempi::Error&) {
+    // refused: the rank reports it and does not start
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -58,6 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::error_code error;
       while (reader.next(message, error)) {
         if (!message.is_object() || !message["type"].is_string()) __builtin_trap();
+        if (message["type"] == "welcome") check_welcome_local_paths(message);
       }
       ::close(fds[0]);
       break;
