@@ -14,7 +14,6 @@ namespace {
 constexpr std::size_t kMaxCsrPem = 16 * 1024;
 constexpr std::size_t kMaxEndpointText = 128;
 constexpr std::size_t kMaxHostIdentity = 128;
-constexpr std::size_t kMaxUnixPath = 107;  // sockaddr_un::sun_path, with its terminating NUL
 
 const std::string* string_field(const nlohmann::json& object, const char* key) {
   if (!object.contains(key)) return nullptr;
@@ -37,7 +36,10 @@ Enrollment::Enrollment(pki::JobCa ca, policy::PolicyDocument policy, std::uint32
 
 bool Enrollment::is_rank_socket_path(const std::string& path) const {
   const std::string prefix = (local_dir_ / "rank-").string();
-  if (path.size() > kMaxUnixPath || path.compare(0, prefix.size(), prefix) != 0) return false;
+  sockaddr_un address;  // the length check peers' connects make
+  if (!transport::unix_address(path, address) || path.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
   const std::string_view rest = std::string_view(path).substr(prefix.size());
   const std::string_view suffix = ".sock";
   if (rest.size() <= suffix.size() || rest.size() > suffix.size() + 10 ||
