@@ -47,11 +47,9 @@ TEST(PointToPointOverTcp, AllChecksPass) {
 // Which transport carries each channel, as the audit log records it.
 std::map<std::string, int> transports_in_audit(const std::vector<std::string>& extra) {
   const TempDir dir;
-  std::vector<std::string> argv = {SEMPIRUN_PATH, "-n", "3", "--audit-dir", dir.path().string()};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back(P2P_CHECK_PATH);
-  argv.push_back("ring");
-  const auto result = run_job(argv, 120s);
+  std::vector<std::string> options = {"--audit-dir", dir.path().string()};
+  options.insert(options.end(), extra.begin(), extra.end());
+  const auto result = run(3, "ring", options, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;
   std::map<std::string, int> seen;
   for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
