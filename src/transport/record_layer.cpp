@@ -32,7 +32,7 @@ std::size_t body_length(const std::uint8_t* header) {
 
 RecordLayer::RecordLayer(SocketBuffers& io, std::unique_ptr<RecordProtection> sealer,
                          std::unique_ptr<RecordProtection> opener, std::uint64_t rekey_after)
-    : io_(io),
+    : io_(&io),
       sealer_(std::move(sealer)),
       opener_(std::move(opener)),
       rekey_after_(std::max<std::uint64_t>(rekey_after, 1)) {}
@@ -48,25 +48,35 @@ long RecordLayer::fail(std::error_code code, std::string detail) {
 long RecordLayer::fail_with_alert(std::uint8_t alert, std::error_code code, std::string detail) {
   if (!failed()) {
     const std::uint8_t content[2] = {kFatal, alert};
-    if (seal_control(ContentType::alert, content)) io_.drain();
+    if (seal_control(ContentType::alert, content)) io_->drain();
   }
   return fail(code, std::move(detail));
 }
 
 long RecordLayer::lost(const char* during) {
   const int saved = errno;
+  // A stream that can say more (a shared ring the peer broke) failed by the peer's doing.
+  if (std::string why = io_->failure_detail(); !why.empty()) {
+    return fail(errc::tls_io_error, std::string("during ") + during + ": " + why);
+  }
   return fail(errc::connection_closed, std::string("connection lost during ") + during +
                                            (saved != 0 ? ": " + std::system_category().message(saved) : ""));
 }
 
+bool RecordLayer::switch_stream(SocketBuffers& next) {
+  if (io_->unread() > 0 || io_->unsent() > 0) return false;
+  io_ = &next;
+  return true;
+}
+
 bool RecordLayer::seal_control(ContentType type, std::span<const std::uint8_t> content) {
-  std::uint8_t* out = io_.reserve(content.size() + kRecordOverhead);
+  std::uint8_t* out = io_->reserve(content.size() + kRecordOverhead);
   if (out == nullptr) return false;
   if (!sealer_->seal(type, content, {}, out)) {
     fail(errc::tls_io_error, "cannot encrypt a TLS record");
     return false;
   }
-  io_.commit(content.size() + kRecordOverhead);
+  io_->commit(content.size() + kRecordOverhead);
   return true;
 }
 
@@ -92,13 +102,13 @@ long RecordLayer::write(std::span<const std::uint8_t> first, std::span<const std
       update_owed_ = true;
       if (!send_key_update()) {
         if (failed()) return -1;
-        if (!io_.drain()) return lost("send");
+        if (!io_->drain()) return lost("send");
         if (!send_key_update()) return failed() ? -1 : static_cast<long>(taken);
       }
     }
     const std::size_t chunk = std::min(total - taken, kMaxRecordPlaintext);
     bool socket_lost = false;
-    std::uint8_t* out = io_.reserve_draining(chunk + kRecordOverhead, socket_lost);
+    std::uint8_t* out = io_->reserve_draining(chunk + kRecordOverhead, socket_lost);
     if (socket_lost) return lost("send");
     if (out == nullptr) break;  // the socket is full: the caller waits for writability
     // This record's content: the part of [first, second] from `taken` on.
@@ -113,9 +123,9 @@ long RecordLayer::write(std::span<const std::uint8_t> first, std::span<const std
     if (!sealer_->seal(ContentType::application_data, a, b, out)) {
       return fail(errc::tls_io_error, "cannot encrypt a TLS record");
     }
-    io_.commit(chunk + kRecordOverhead);
+    io_->commit(chunk + kRecordOverhead);
     taken += chunk;
-    if (!io_.send_if_full()) return lost("send");
+    if (!io_->send_if_full()) return lost("send");
   }
   return static_cast<long>(taken);
 }
@@ -123,11 +133,11 @@ long RecordLayer::write(std::span<const std::uint8_t> first, std::span<const std
 bool RecordLayer::flush() {
   if (failed()) return false;
   if (update_owed_ && !send_key_update() && failed()) return false;
-  if (!io_.drain()) {
+  if (!io_->drain()) {
     lost("send");
     return false;
   }
-  if (update_owed_ && send_key_update() && !io_.drain()) {
+  if (update_owed_ && send_key_update() && !io_->drain()) {
     lost("send");
     return false;
   }
@@ -136,10 +146,10 @@ bool RecordLayer::flush() {
 
 bool RecordLayer::has_buffered_input() const noexcept {
   if (spill_size_ > 0) return true;
-  if (io_.unread() < kRecordHeaderSize) return false;
-  const std::size_t length = body_length(io_.unread_data());
+  if (io_->unread() < kRecordHeaderSize) return false;
+  const std::size_t length = body_length(io_->unread_data());
   // An oversized header counts: the next read reports it instead of waiting for more bytes.
-  return length > kMaxRecordBody || io_.unread() >= kRecordHeaderSize + length;
+  return length > kMaxRecordBody || io_->unread() >= kRecordHeaderSize + length;
 }
 
 long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
@@ -152,8 +162,8 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
     return static_cast<long>(count);
   }
   for (;;) {
-    if (io_.unread() >= kRecordHeaderSize) {
-      const std::uint8_t* header = io_.unread_data();
+    if (io_->unread() >= kRecordHeaderSize) {
+      const std::uint8_t* header = io_->unread_data();
       const std::size_t length = body_length(header);
       if (header[0] != static_cast<std::uint8_t>(ContentType::application_data)) {
         return fail_with_alert(kUnexpectedMessage, errc::tls_io_error,
@@ -166,7 +176,7 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
                                    " bytes exceeds the limit of " +
                                    std::to_string(kMaxRecordBody) + " (record_overflow)");
       }
-      if (io_.unread() >= kRecordHeaderSize + length) {
+      if (io_->unread() >= kRecordHeaderSize + length) {
         if (length < kAeadTagSize + 1) {
           return fail_with_alert(kDecodeError, errc::tls_io_error,
                                  "TLS record of " + std::to_string(length) +
@@ -186,7 +196,7 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
           return fail_with_alert(kBadRecordMac, errc::tls_io_error,
                                  "TLS record failed authentication (bad_record_mac)");
         }
-        io_.consume(kRecordHeaderSize + length);
+        io_->consume(kRecordHeaderSize + length);
         // The content type is the last non-zero byte of the inner plaintext (zeros pad).
         std::size_t end = inner;
         while (end > 0 && inner_byte(dst, in_dst, end - 1) == 0) --end;
@@ -208,7 +218,7 @@ long RecordLayer::read(std::uint8_t* dst, std::size_t size) {
         continue;
       }
     }
-    const long n = io_.receive(kRecordHeaderSize + kMaxRecordBody);
+    const long n = io_->receive(kRecordHeaderSize + kMaxRecordBody);
     if (n > 0) continue;
     if (n == 0) {
       errno = 0;
@@ -278,7 +288,7 @@ bool RecordLayer::handle_handshake(std::span<const std::uint8_t> message) {
 void RecordLayer::close_notify() noexcept {
   if (failed()) return;
   const std::uint8_t content[2] = {kWarning, kCloseNotify};
-  if (seal_control(ContentType::alert, content)) io_.drain();
+  if (seal_control(ContentType::alert, content)) io_->drain();
 }
 
 }  // namespace sempi::transport

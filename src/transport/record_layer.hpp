@@ -60,9 +60,13 @@ class RecordLayer {
   /// Application data or a whole record waiting: a read would not block (poll() cannot see it).
   [[nodiscard]] bool has_buffered_input() const noexcept;
   /// Records not yet handed to the kernel, or a key update we owe the peer.
-  [[nodiscard]] bool has_unsent() const noexcept { return io_.unsent() > 0 || update_owed_; }
+  [[nodiscard]] bool has_unsent() const noexcept { return io_->unsent() > 0 || update_owed_; }
   /// Hands buffered records to the kernel as far as it takes them. false after a failure.
   bool flush();
+  /// Moves the records to another stream (a channel's shared rings, after its HELLO). Only at
+  /// a record boundary with nothing left in the current stream: false otherwise.
+  bool switch_stream(SocketBuffers& next);
+
   /// Best-effort close_notify alert.
   void close_notify() noexcept;
 
@@ -90,7 +94,7 @@ class RecordLayer {
   bool seal_control(ContentType type, std::span<const std::uint8_t> content);
   long lost(const char* during);
 
-  SocketBuffers& io_;
+  SocketBuffers* io_;
   std::unique_ptr<RecordProtection> sealer_;
   std::unique_ptr<RecordProtection> opener_;
   std::uint64_t rekey_after_;

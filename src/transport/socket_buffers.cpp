@@ -27,7 +27,7 @@ std::uint8_t* SocketBuffers::reserve_draining(std::size_t size, bool& lost) {
 
 bool SocketBuffers::drain() {
   while (unsent() > 0) {
-    const ssize_t n = ::send(fd_, out_.get() + begin_, unsent(), MSG_NOSIGNAL);
+    const long n = push(out_.get() + begin_, unsent());
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
@@ -47,12 +47,20 @@ long SocketBuffers::receive(std::size_t room) {
     in_end_ -= in_begin_;
     in_begin_ = 0;
   }
-  ssize_t n = 0;
+  long n = 0;
   do {
-    n = ::recv(fd_, in_.get() + in_end_, kReadCapacity - in_end_, 0);
+    n = pull(in_.get() + in_end_, kReadCapacity - in_end_);
   } while (n < 0 && errno == EINTR);
   if (n > 0) in_end_ += static_cast<std::size_t>(n);
-  return static_cast<long>(n);
+  return n;
+}
+
+long SocketBuffers::push(const std::uint8_t* data, std::size_t size) {
+  return static_cast<long>(::send(fd_, data, size, MSG_NOSIGNAL));
+}
+
+long SocketBuffers::pull(std::uint8_t* dst, std::size_t size) {
+  return static_cast<long>(::recv(fd_, dst, size, 0));
 }
 
 }  // namespace sempi::transport

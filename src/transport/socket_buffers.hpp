@@ -1,8 +1,8 @@
 #pragma once
-// The send and receive buffers of one non-blocking TCP socket, shared by the two stages of a
-// channel's life: OpenSSL's handshake (through the socket BIO, socket_bio.hpp) and sempi's
-// record layer afterwards (record_layer.hpp). Bytes either stage left behind stay in place for
-// the other: nothing is lost or re-ordered at the hand-over.
+// The send and receive buffers of one non-blocking socket (TCP or Unix), shared by the two
+// stages of a channel's life: OpenSSL's handshake (through the socket BIO, socket_bio.hpp) and
+// sempi's record layer afterwards (record_layer.hpp). Bytes either stage left behind stay in
+// place for the other: nothing is lost or re-ordered at the hand-over.
 //
 // Sends are gathered: a send() per TLS record costs a system call and a trip through the TCP
 // stack each, so records are sent together once kSendAt bytes are buffered and at every
@@ -13,10 +13,14 @@
 //
 // send() uses MSG_NOSIGNAL: a vanished peer must not kill the rank with SIGPIPE, and a library
 // must not change the process's signal disposition.
+//
+// The pipe under the buffers is the socket unless a subclass moves the bytes another way
+// (push() and pull(); ring_stream.hpp copies them through shared memory instead).
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace sempi::transport {
 
@@ -30,6 +34,9 @@ class SocketBuffers {
   static constexpr std::size_t kReadCapacity = 128 * 1024;
 
   explicit SocketBuffers(int fd) noexcept : fd_(fd) {}
+  virtual ~SocketBuffers() = default;
+  SocketBuffers(const SocketBuffers&) = delete;
+  SocketBuffers& operator=(const SocketBuffers&) = delete;
 
   [[nodiscard]] int fd() const noexcept { return fd_; }
 
@@ -58,6 +65,15 @@ class SocketBuffers {
   /// One recv() after what is unread, keeping room for at least `room` bytes: > 0 bytes
   /// received, 0 at the peer's orderly shutdown, -1 with errno (EAGAIN if nothing is there).
   long receive(std::size_t room);
+
+  /// Why the last failure happened, when errno alone does not say it; empty otherwise.
+  [[nodiscard]] virtual std::string failure_detail() const { return {}; }
+
+ protected:
+  /// Hands up to `size` bytes to the pipe: bytes taken (> 0), or -1 with errno (EAGAIN: full).
+  virtual long push(const std::uint8_t* data, std::size_t size);
+  /// Takes up to `size` bytes from the pipe: > 0, 0 once the peer closed, -1 with errno.
+  virtual long pull(std::uint8_t* dst, std::size_t size);
 
  private:
   int fd_;

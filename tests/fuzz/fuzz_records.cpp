@@ -22,6 +22,7 @@
 
 #include "transport/record_layer.hpp"
 #include "transport/record_protection.hpp"
+#include "transport/socket_buffers.hpp"
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "support/rank_check.hpp"
 #include "transport/record_layer.hpp"
 #include "transport/record_protection.hpp"
+#include "transport/socket_buffers.hpp"
 
 namespace sempi::test {
 namespace {
