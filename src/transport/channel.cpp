@@ -1,5 +1,6 @@
 #include "transport/channel.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -23,6 +24,90 @@ constexpr std::size_t kCoalesceTarget = 64 * 1024;
 // Upper bound for one write of a large payload; keeps each call's latency bounded.
 constexpr std::size_t kMaxWriteChunk = 1 << 20;
 constexpr std::uint8_t kTlsHandshakeRecord = 0x16;
+// The byte a dialer sends before TLS on a Unix socket, with the memfd of its shared rings
+// attached (SCM_RIGHTS). It is not a TLS record type, so it cannot be mistaken for one.
+constexpr std::uint8_t kSharedRingsPreface = 'M';
+
+// Hands the shared rings' memfd to the peer, ahead of the TLS handshake.
+bool send_rings_preface(int socket, int memfd, std::string& error) {
+  std::uint8_t byte = kSharedRingsPreface;
+  iovec data{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* rights = CMSG_FIRSTHDR(&message);
+  rights->cmsg_level = SOL_SOCKET;
+  rights->cmsg_type = SCM_RIGHTS;
+  rights->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(rights), &memfd, sizeof(int));
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(socket, &message, MSG_NOSIGNAL);  // one byte into a fresh socket: no wait
+  } while (sent < 0 && errno == EINTR);
+  if (sent == 1) return true;
+  error = std::string("cannot hand over the shared rings: ") +
+          (sent < 0 ? std::strerror(errno) : "short write");
+  return false;
+}
+
+// Takes the preface byte and the one descriptor that must come with it.
+UniqueFd receive_rings_preface(int socket, std::string& error) {
+  std::uint8_t byte = 0;
+  iovec data{&byte, 1};
+  // Room for more than one descriptor, so that extra ones are seen (and closed), not dropped.
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t got = 0;
+  do {
+    got = ::recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  std::vector<UniqueFd> received;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      received.emplace_back(fd);
+    }
+  }
+  if (got != 1) {
+    error = std::string("cannot read the shared rings' preface: ") +
+            (got < 0 ? std::strerror(errno) : "connection closed");
+    return {};
+  }
+  if (received.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
+    error = "the shared rings' preface carried " + std::to_string(received.size()) +
+            " descriptors instead of one";
+    return {};
+  }
+  return std::move(received.front());
+}
+
+// Waits for the first byte of the connection (not consuming it).
+bool peek_first_byte(int socket, Deadline deadline, std::uint8_t& first, ChannelError& error) {
+  if (auto ec = wait_fd(socket, WaitFor::read, deadline); ec) {
+    error = {errc::timeout, "peer sent nothing before the handshake deadline"};
+    return false;
+  }
+  const auto peeked = ::recv(socket, &first, 1, MSG_PEEK);
+  if (peeked == 0) {
+    error = {errc::connection_closed, "peer closed before the TLS handshake"};
+    return false;
+  }
+  if (peeked < 0) {
+    error = {errc::connection_failed, std::system_category().message(errno)};
+    return false;
+  }
+  return true;
+}
 
 // Classifies the OpenSSL error queue of a failed handshake; returns a code and drains the queue
 // into `detail`.
@@ -120,7 +205,19 @@ std::unique_ptr<Channel> Channel::connect_local(const LocalEndpoint& local,
                                                 ChannelError& error) {
   std::error_code ec;
   UniqueFd fd = unix_connect(path, deadline, ec);
-  return connect_over(local, std::move(fd), ec, path, expected_rank, deadline, error);
+  std::unique_ptr<SharedRegion> region;
+  if (fd.valid() && local.shared_memory) {
+    // Without a region (memfd refused, say) the records simply stay on the socket.
+    std::string why;
+    region = SharedRegion::create(SharedRegion::ring_bytes_for(local.hello.world_size), why);
+    if (region && !send_rings_preface(fd.get(), region->fd(), why)) {
+      error = {errc::connection_failed, "connect to " + path + ": " + why};
+      return nullptr;
+    }
+    if (region) region->close_fd();  // the peer has its own descriptor now
+  }
+  return connect_over(local, std::move(fd), ec, path, expected_rank, deadline, error,
+                      std::move(region));
 }
 
 std::unique_ptr<Channel> Channel::dial(const LocalEndpoint& local, const Endpoint& to,
@@ -138,7 +235,8 @@ std::unique_ptr<Channel> Channel::dial(const LocalEndpoint& local, const Endpoin
 std::unique_ptr<Channel> Channel::connect_over(const LocalEndpoint& local, UniqueFd fd,
                                                std::error_code ec, const std::string& to,
                                                std::uint32_t expected_rank, Deadline deadline,
-                                               ChannelError& error) {
+                                               ChannelError& error,
+                                               std::unique_ptr<SharedRegion> region) {
   if (!fd.valid()) {
     error = {ec == errc::timeout ? make_error_code(errc::timeout)
                                  : make_error_code(errc::connection_failed),
@@ -155,6 +253,7 @@ std::unique_ptr<Channel> Channel::connect_over(const LocalEndpoint& local, Uniqu
   auto requirements = local.requirements();
   requirements.expected_rank = expected_rank;
   std::unique_ptr<Channel> channel(new Channel(std::move(fd), std::move(ssl), local));
+  channel->region_ = std::move(region);
   return establish(std::move(channel), true, requirements, nullptr, local.rekey_after_records,
                    deadline, error);
 }
@@ -162,20 +261,19 @@ std::unique_ptr<Channel> Channel::connect_over(const LocalEndpoint& local, Uniqu
 std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd socket,
                                          const std::function<bool(std::uint32_t)>& claim_rank,
                                          Deadline deadline, ChannelError& error) {
-  // Refuse plaintext before TLS sees it: a TLS connection must open with a handshake record.
-  if (auto ec = wait_fd(socket.get(), WaitFor::read, deadline); ec) {
-    error = {errc::timeout, "peer sent nothing before the handshake deadline"};
-    return nullptr;
-  }
+  // Refuse plaintext before TLS sees it: a TLS connection must open with a handshake record,
+  // or, on a Unix socket, with the shared rings' preface and then a handshake record.
   std::uint8_t first = 0;
-  const auto peeked = ::recv(socket.get(), &first, 1, MSG_PEEK);
-  if (peeked == 0) {
-    error = {errc::connection_closed, "peer closed before the TLS handshake"};
-    return nullptr;
-  }
-  if (peeked < 0) {
-    error = {errc::connection_failed, std::system_category().message(errno)};
-    return nullptr;
+  if (!peek_first_byte(socket.get(), deadline, first, error)) return nullptr;
+  UniqueFd peer_region;
+  if (first == kSharedRingsPreface && is_unix_socket(socket.get())) {
+    std::string why;
+    peer_region = receive_rings_preface(socket.get(), why);
+    if (!peer_region.valid()) {
+      error = {errc::connection_failed, why};
+      return nullptr;
+    }
+    if (!peek_first_byte(socket.get(), deadline, first, error)) return nullptr;
   }
   if (first != kTlsHandshakeRecord) {
     error = {errc::not_tls, "first byte 0x" + std::to_string(first) + " is not a TLS handshake"};
@@ -189,6 +287,7 @@ std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd so
   }
   SSL_set_accept_state(ssl.get());
   std::unique_ptr<Channel> channel(new Channel(std::move(socket), std::move(ssl), local));
+  channel->peer_region_fd_ = std::move(peer_region);
   return establish(std::move(channel), false, local.requirements(), &claim_rank,
                    local.rekey_after_records, deadline, error);
 }
@@ -204,9 +303,13 @@ std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bo
     error.code = ec;
     return nullptr;
   }
+  error = channel->adopt_rings();
+  if (error.code) return nullptr;
   error = channel->start_record_layer(is_client, rekey_after);
   if (error.code) return nullptr;
   error = channel->exchange_hello(deadline);
+  if (error.code) return nullptr;
+  error = channel->start_rings(is_client);
   if (error.code) return nullptr;
   // Claim the rank only once the peer has fully proven it, so a failed attempt cannot block
   // the genuine rank.
@@ -306,6 +409,25 @@ ChannelError Channel::exchange_hello(Deadline deadline) {
   }
   peer_limits_ = theirs.limits;
   accept_payload_ = local_limits_.max_frame_payload;
+  return {};
+}
+
+ChannelError Channel::adopt_rings() {
+  if (!peer_region_fd_.valid()) return {};
+  std::string why;
+  region_ = SharedRegion::adopt(std::move(peer_region_fd_), why);
+  if (!region_) return {errc::connection_failed, why};
+  return {};
+}
+
+ChannelError Channel::start_rings(bool is_client) {
+  if (!region_) return {};
+  ring_ = std::make_unique<RingStream>(std::move(region_), is_client, fd_.get());
+  // The peer sends nothing after its HELLO on the socket but wake-ups, and none before we
+  // first sleep: anything else there would be lost in the switch.
+  if (!records_->switch_stream(*ring_)) {
+    return {errc::frame_unexpected, "TLS records on the Unix socket after HELLO"};
+  }
   return {};
 }
 
@@ -464,8 +586,21 @@ long Channel::read_some(std::uint8_t* dst, std::size_t size) {
 
 bool Channel::has_buffered_input() const {
   // Not a partial record: a reader relying on that would spin instead of waiting when a peer
-  // stalls mid-record.
-  return staged() > 0 || records_->has_buffered_input();
+  // stalls mid-record. (A ring's new bytes count until read once; a peer cannot publish more
+  // than a ring's worth of a record, so that cannot make anyone spin either.)
+  return staged() > 0 || records_->has_buffered_input() || (ring_ && ring_->has_unseen_input());
+}
+
+short Channel::poll_events(bool reading) const noexcept {
+  // A ring's writer that waits for room is woken by a byte on the socket, not by writability.
+  if (ring_) return POLLIN;
+  return static_cast<short>((reading ? POLLIN : 0) | (has_pending_writes() ? POLLOUT : 0));
+}
+
+void Channel::done_blocking(short revents) noexcept {
+  if (!ring_) return;
+  ring_->done_blocking();
+  if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0) ring_->service_socket();
 }
 
 long Channel::take_input(std::uint8_t* dst, std::size_t size) {
@@ -544,9 +679,17 @@ std::error_code Channel::send_frame(const FrameHeader& header,
   while (!finished || has_pending_writes()) {
     if (auto ec = flush(); ec) return ec;
     if (finished && !has_pending_writes()) break;
-    if (auto ec = wait_fd(fd_.get(), WaitFor::write, deadline); ec) {
-      return fail(ec, "send did not complete before the deadline");
+    // A ring's reader rings when it frees room.
+    if (ring_ && ring_->prepare_to_block(false, true)) {
+      done_blocking(0);
+      if (Clock::now() >= deadline) {
+        return fail(errc::timeout, "send did not complete before the deadline");
+      }
+      continue;
     }
+    const auto ec = wait_fd(fd_.get(), ring_ ? WaitFor::read : WaitFor::write, deadline);
+    done_blocking(POLLIN);
+    if (ec) return fail(ec, "send did not complete before the deadline");
   }
   return result;
 }
@@ -561,7 +704,14 @@ std::error_code Channel::receive_frame(FrameHeader& header, std::vector<std::uin
       return {};
     }
     if (has_buffered_input()) continue;
-    if (auto ec = wait_fd(fd_.get(), WaitFor::read, deadline); ec) return ec;
+    if (ring_ && ring_->prepare_to_block(true, false)) {  // input, or the peer is gone
+      done_blocking(0);
+      if (Clock::now() >= deadline) return errc::timeout;
+      continue;
+    }
+    const auto ec = wait_fd(fd_.get(), WaitFor::read, deadline);
+    done_blocking(POLLIN);
+    if (ec) return ec;
   }
 }
 

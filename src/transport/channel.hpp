@@ -9,7 +9,10 @@
 // records with the negotiated traffic keys.
 //
 // Life cycle: connect() or accept() perform TCP + TLS handshake + identity pinning + HELLO under
-// one deadline and return a ready channel or a specific error. Afterwards frames are exchanged
+// one deadline and return a ready channel or a specific error. Between ranks on one host the
+// dialer can also hand over shared rings (ring_stream.hpp) before TLS starts; the records move
+// to them once HELLO is exchanged, and the Unix socket then only carries wake-ups. Afterwards
+// frames are exchanged
 // with the non-blocking enqueue()/flush()/read_available() trio (used by the progress engine) or
 // the blocking send_frame()/receive_frame() helpers, which take deadlines.
 //
@@ -36,6 +39,7 @@
 #include "transport/hello.hpp"
 #include "transport/peer_verifier.hpp"
 #include "transport/record_layer.hpp"
+#include "transport/ring_stream.hpp"
 #include "transport/socket.hpp"
 #include "transport/tls_context.hpp"
 #include "transport/traffic_secrets.hpp"
@@ -48,6 +52,8 @@ struct LocalEndpoint {
   Hello hello;  // our job, rank, world size, policy digest and limits
   /// Records sealed under one key before a TLS key update (lowered only by tests).
   std::uint64_t rekey_after_records = kRekeyAfterRecords;
+  /// connect_local() offers the peer shared rings for the records (see above).
+  bool shared_memory = false;
 
   [[nodiscard]] PeerRequirements requirements() const {
     return {hello.job, hello.world_size, hello.policy_digest, std::nullopt};
@@ -121,8 +127,12 @@ class Channel {
   [[nodiscard]] std::string cipher() const;
   /// True if a Unix socket carries the records (a peer on this host), false for TCP.
   [[nodiscard]] bool over_unix_socket() const noexcept { return local_socket_; }
-  /// The same as a name for logs: "unix" or "tcp".
-  [[nodiscard]] const char* transport() const noexcept { return local_socket_ ? "unix" : "tcp"; }
+  /// True if the records go through shared rings (always over a Unix socket).
+  [[nodiscard]] bool over_shared_memory() const noexcept { return ring_ != nullptr; }
+  /// The same as a name for logs: "shm", "unix" or "tcp".
+  [[nodiscard]] const char* transport() const noexcept {
+    return ring_ ? "shm" : local_socket_ ? "unix" : "tcp";
+  }
 
   /// Queues a frame; the channel assigns the sequence number. A frame counts as written once TLS
   /// has encrypted it; the records may still sit in the socket BIO's buffer (several records go
@@ -146,8 +156,21 @@ class Channel {
   /// Reads and delivers up to `max_frames` complete frames without blocking. Stops early when
   /// TLS has nothing buffered after a frame (the next read would most likely find nothing).
   std::error_code read_available(FrameSink& sink, std::size_t max_frames = SIZE_MAX);
-  /// True if decrypted bytes or a whole record are buffered: poll() would not report them.
+  /// True if decrypted bytes or a whole record are buffered, or bytes wait in the shared
+  /// ring: poll() would not report them.
   [[nodiscard]] bool has_buffered_input() const;
+
+  // Shared rings only (the socket then says nothing about the records): what to poll for,
+  // and what to do around a blocking poll().
+  /// The poll() events to wait for on native_handle().
+  [[nodiscard]] short poll_events(bool reading) const noexcept;
+  /// Before blocking in poll(): asks the peer to wake us when there is input (if `reading`)
+  /// or room for our queued writes. true if there is already (then do not block).
+  bool prepare_to_block(bool reading) noexcept {
+    return ring_ && ring_->prepare_to_block(reading, true);
+  }
+  /// After poll(), with its revents for native_handle(): takes the wake-ups off the socket.
+  void done_blocking(short revents) noexcept;
 
   /// Blocking send of one frame, bounded by the deadline.
   std::error_code send_frame(const FrameHeader& header, std::span<const std::uint8_t> payload,
@@ -173,10 +196,12 @@ class Channel {
 
   Channel(UniqueFd fd, pki::SslPtr ssl, const LocalEndpoint& local);
   // The client side on a connected socket (TCP or Unix); `to` names the peer in errors.
+  // `region`: shared rings already handed to the peer, used once HELLO is exchanged.
   static std::unique_ptr<Channel> connect_over(const LocalEndpoint& local, UniqueFd fd,
                                                std::error_code ec, const std::string& to,
                                                std::uint32_t expected_rank, Deadline deadline,
-                                               ChannelError& error);
+                                               ChannelError& error,
+                                               std::unique_ptr<SharedRegion> region = nullptr);
   static std::unique_ptr<Channel> establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
@@ -186,6 +211,10 @@ class Channel {
   // Hands the connection from OpenSSL's record layer to ours, with the captured secrets.
   ChannelError start_record_layer(bool is_client, std::uint64_t rekey_after);
   ChannelError exchange_hello(Deadline deadline);
+  // Maps the rings the dialer handed over (the acceptor, once the peer proved who it is).
+  ChannelError adopt_rings();
+  // Moves the records to the shared rings, if there are any (after HELLO).
+  ChannelError start_rings(bool is_client);
   std::error_code fail(std::error_code code, std::string detail);
   // Hands buffered records to the kernel, as far as it takes them.
   std::error_code flush_socket_buffer();
@@ -210,6 +239,11 @@ class Channel {
   pki::BioPtr bio_;                          // the socket BIO, which owns the socket buffers
   std::unique_ptr<TrafficSecrets> secrets_;  // filled by the handshake, wiped once used
   std::unique_ptr<RecordLayer> records_;     // from the end of the handshake on
+  // Shared rings: the dialer's region, or the memfd the dialer handed over (the acceptor maps
+  // it only once the peer has proven who it is); the stream over them after HELLO.
+  std::unique_ptr<SharedRegion> region_;
+  UniqueFd peer_region_fd_;
+  std::unique_ptr<RingStream> ring_;
   ChannelLimits local_limits_;
   // The largest payload accepted from the peer: HELLO's size until the HELLO exchange is done,
   // so that a peer cannot make us allocate the full frame limit before it has said hello.

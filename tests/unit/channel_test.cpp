@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -39,11 +41,14 @@ struct Pair {
   std::unique_ptr<Channel> client;
 };
 
-// `over_unix`: the client dials the listener's Unix socket (peers on one host) instead of TCP.
+// `via`: "tcp"; "unix", the client dials the listener's Unix socket (peers on one host); or
+// "shm", the same with the records moved to shared rings after HELLO.
 Pair connect_pair(const TestJob& job, transport::ChannelLimits limits = {},
-                  bool over_unix = false) {
+                  const std::string& via = "tcp") {
+  const bool over_unix = via != "tcp";
   const auto server_local = job.endpoint(job.issue(0), limits);
-  const auto client_local = job.endpoint(job.issue(1), limits);
+  auto client_local = job.endpoint(job.issue(1), limits);
+  client_local.shared_memory = via == "shm";
   const TempDir dir;
   transport::Listener listener(loopback_any_port(),
                                over_unix ? dir.path() : std::filesystem::path());
@@ -115,14 +120,14 @@ TEST(Channel, BothEndsKeepTheConnectionAlive) {
   }
 }
 
-class ChannelOver : public ::testing::TestWithParam<bool> {};  // over a Unix socket?
+class ChannelOver : public ::testing::TestWithParam<std::string> {};  // the transport
 
 TEST_P(ChannelOver, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
   TestJob job(2);
   auto pair = connect_pair(job, {}, GetParam());
   ASSERT_TRUE(pair.server && pair.client);
-  EXPECT_STREQ(pair.client->transport(), GetParam() ? "unix" : "tcp");
-  EXPECT_STREQ(pair.server->transport(), GetParam() ? "unix" : "tcp");
+  EXPECT_EQ(pair.client->transport(), GetParam());
+  EXPECT_EQ(pair.server->transport(), GetParam());
   EXPECT_EQ(pair.server->peer().rank, 1u);
   EXPECT_EQ(pair.client->peer().rank, 0u);
   const std::vector<std::size_t> sizes = {0,     1,         47,        48,         8191,
@@ -156,8 +161,76 @@ TEST_P(ChannelOver, FramesFromZeroBytesTo64MiBArriveIntactAndInOrder) {
   EXPECT_EQ(receiver.get(), expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ChannelOver, ::testing::Values(false, true),
-                         [](const auto& param_info) { return param_info.param ? "Unix" : "Tcp"; });
+INSTANTIATE_TEST_SUITE_P(Transports, ChannelOver, ::testing::Values("tcp", "unix", "shm"),
+                         [](const auto& param_info) { return param_info.param; });
+
+// Over shared rings, a peer that goes away after sending still has everything it sent read,
+// and then the close is reported, as on a socket.
+TEST(SharedRings, FramesSentBeforeThePeerClosedAreReadThenTheCloseIsReported) {
+  TestJob job(2);
+  auto pair = connect_pair(job, {}, "shm");
+  ASSERT_TRUE(pair.server && pair.client);
+  const auto data = pattern(1500000, 7);  // more than fits into the ring at once
+  auto sender = std::async(std::launch::async, [&] {
+    FrameHeader h;
+    h.type = FrameType::eager;
+    EXPECT_FALSE(pair.client->send_frame(h, data, long_deadline()));
+    pair.client.reset();  // closes the socket: the peer is gone
+  });
+  FrameHeader h;
+  std::vector<std::uint8_t> payload;
+  ASSERT_FALSE(pair.server->receive_frame(h, payload, long_deadline()));
+  EXPECT_EQ(fnv1a(payload), fnv1a(data));
+  sender.get();
+  const auto ec = pair.server->receive_frame(h, payload, long_deadline());
+  EXPECT_EQ(ec, errc::connection_closed) << pair.server->failure().message();
+}
+
+// The preface must carry exactly one descriptor, a sealed memfd of the right size; anything
+// else is refused with its reason before TLS starts.
+TEST(SharedRings, APrefaceWithoutASealedMemfdIsRefused) {
+  TestJob job(2);
+  const TempDir dir;
+  transport::Listener listener(loopback_any_port(), dir.path());
+  ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
+  const auto try_preface = [&](int fd_to_pass) {
+    std::error_code ec;
+    auto dialed = transport::unix_connect(listener.local_path(), long_deadline(), ec);
+    EXPECT_TRUE(dialed.valid()) << ec.message();
+    std::uint8_t byte = 'M';
+    iovec data{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    if (fd_to_pass >= 0) {
+      message.msg_control = control;
+      message.msg_controllen = sizeof control;
+      cmsghdr* rights = CMSG_FIRSTHDR(&message);
+      rights->cmsg_level = SOL_SOCKET;
+      rights->cmsg_type = SCM_RIGHTS;
+      rights->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(rights), &fd_to_pass, sizeof(int));
+    }
+    EXPECT_EQ(::sendmsg(dialed.get(), &message, MSG_NOSIGNAL), 1);
+    dialed = {};  // nothing follows the preface
+    auto accepted = listener.accept(long_deadline(), ec);
+    ChannelError error;
+    auto channel = Channel::accept(job.endpoint(job.issue(0)), std::move(accepted),
+                                   [](std::uint32_t) { return true; }, long_deadline(), error);
+    EXPECT_FALSE(channel);
+    return error;
+  };
+  auto error = try_preface(-1);
+  EXPECT_EQ(error.code, errc::connection_failed);
+  EXPECT_NE(error.detail.find("carried 0 descriptors instead of one"), std::string::npos)
+      << error.message();
+  // Any descriptor passes the preface; what it is, is checked only once the peer has proven
+  // who it is (SharedRegion::adopt, shared_ring_test). Here TLS never starts.
+  const transport::UniqueFd directory(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
+  error = try_preface(directory.get());
+  EXPECT_EQ(error.code, errc::connection_closed) << error.message();
+}
 
 TEST(Listener, UnixSocketIsGoneWithTheListener) {
   const TempDir dir;
