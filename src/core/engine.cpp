@@ -763,15 +763,15 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     std::lock_guard lock(mu_);
     poll_fds_.clear();
     polled_peers_.clear();
+    const bool may_block = max_block.count() > 0;
     for (auto& peer : peers_) {
       if (!peer || !peer->channel_ || peer->failed_) continue;
-      short events = 0;
-      if (!peer->paused_) {
-        events |= POLLIN;
-        if (peer->channel_->has_buffered_input()) immediate = true;
-      }
-      if (peer->channel_->has_pending_writes()) events |= POLLOUT;
-      poll_fds_.push_back({peer->channel_->native_handle(), events, 0});
+      const bool reading = !peer->paused_;
+      if (reading && peer->channel_->has_buffered_input()) immediate = true;
+      // Shared rings: ask the peer for a wake-up byte before sleeping (a no-op on sockets).
+      if (may_block && peer->channel_->prepare_to_block(reading)) immediate = true;
+      poll_fds_.push_back(
+          {peer->channel_->native_handle(), peer->channel_->poll_events(reading), 0});
       polled_peers_.push_back(peer.get());
     }
     if (bootstrap_fd_ >= 0) poll_fds_.push_back({bootstrap_fd_, POLLIN, 0});
@@ -779,7 +779,13 @@ void Engine::progress(std::chrono::milliseconds max_block) {
   }
   const int timeout = immediate ? 0 : static_cast<int>(max_block.count());
   const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), timeout);
-  if (ready < 0) return;  // EINTR: the caller loops
+  if (ready < 0) {  // EINTR: the caller loops; the peers need not wake us any more
+    std::lock_guard lock(mu_);
+    for (Peer* peer : polled_peers_) {
+      if (!peer->failed_ && peer->channel_) peer->channel_->done_blocking(0);
+    }
+    return;
+  }
 
   std::lock_guard lock(mu_);
   if (freed_->any.load(std::memory_order_relaxed)) drain_freed();
@@ -787,6 +793,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     Peer& peer = *polled_peers_[i];
     if (peer.failed_ || !peer.channel_) continue;
     const short revents = poll_fds_[i].revents;
+    peer.channel_->done_blocking(revents);
     if (peer.paused_ && (revents & (POLLHUP | POLLERR)) != 0) {
       // The peer can send nothing more, so what is left is bounded by the socket buffer: read
       // on (the read ends in the error) instead of polling a hangup nobody reads, which both

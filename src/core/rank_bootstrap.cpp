@@ -52,14 +52,18 @@ std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
   return parsed;
 }
 
-// Peers on this host connect over a Unix socket unless SEMPI_LOCAL_TRANSPORT=tcp.
-bool local_transport_from_env() {
-  const std::string value = env_or("SEMPI_LOCAL_TRANSPORT", "unix");
-  if (value != "unix" && value != "tcp") {
-    throw Error(ErrorClass::config,
-                "SEMPI_LOCAL_TRANSPORT='" + value + "' is not 'unix' or 'tcp'");
-  }
-  return value == "unix";
+// How peers on this host connect (SEMPI_LOCAL_TRANSPORT): "shm" (the default: a Unix socket
+// for the handshake and wake-ups, shared rings for the records), "unix" (records on the Unix
+// socket) or "tcp".
+enum class LocalTransport { shm, unix_socket, tcp };
+
+LocalTransport local_transport_from_env() {
+  const std::string value = env_or("SEMPI_LOCAL_TRANSPORT", "shm");
+  if (value == "shm") return LocalTransport::shm;
+  if (value == "unix") return LocalTransport::unix_socket;
+  if (value == "tcp") return LocalTransport::tcp;
+  throw Error(ErrorClass::config,
+              "SEMPI_LOCAL_TRANSPORT='" + value + "' is not 'shm', 'unix' or 'tcp'");
 }
 
 int bootstrap_fd_from_env() {
@@ -130,8 +134,10 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   auto key = std::make_shared<const pki::PrivateKey>(pki::PrivateKey::generate());
   const auto csr = pki::Csr::create(*key);
   // The launcher's private directory for the job's Unix sockets (launch/job_socket_dir.hpp).
-  const std::string local_dir =
-      local_transport_from_env() ? env_or(launch::kLocalDirVariable, "") : std::string();
+  const LocalTransport local_transport = local_transport_from_env();
+  const std::string local_dir = local_transport != LocalTransport::tcp
+                                    ? env_or(launch::kLocalDirVariable, "")
+                                    : std::string();
   transport::Listener listener(
       transport::Endpoint(asio::ip::make_address(env_or("SEMPI_BIND_ADDRESS", "127.0.0.1")), 0),
       local_dir);
@@ -217,6 +223,7 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   local.hello.rank = static_cast<std::uint32_t>(joined.rank);
   local.hello.world_size = static_cast<std::uint32_t>(joined.size);
   local.hello.policy_digest = policy.digest;
+  local.shared_memory = local_transport == LocalTransport::shm;
   local.hello.limits.max_unexpected_bytes =
       env_bytes("SEMPI_MAX_UNEXPECTED_BYTES", local.hello.limits.max_unexpected_bytes);
 

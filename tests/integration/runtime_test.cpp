@@ -71,9 +71,11 @@ std::map<std::string, int> transports_in_audit(const std::vector<std::string>& e
   return seen;
 }
 
-TEST(LocalTransport, RanksOnOneHostUseUnixSocketsAndTcpOnRequest) {
+TEST(LocalTransport, RanksOnOneHostUseSharedRingsAndUnixSocketsOrTcpOnRequest) {
   // 3 ranks: 3 channels, each recorded by both ends.
-  EXPECT_EQ(transports_in_audit({}), (std::map<std::string, int>{{"unix", 6}}));
+  EXPECT_EQ(transports_in_audit({}), (std::map<std::string, int>{{"shm", 6}}));
+  EXPECT_EQ(transports_in_audit({"-x", "SEMPI_LOCAL_TRANSPORT=unix"}),
+            (std::map<std::string, int>{{"unix", 6}}));
   EXPECT_EQ(transports_in_audit({"-x", "SEMPI_LOCAL_TRANSPORT=tcp"}),
             (std::map<std::string, int>{{"tcp", 6}}));
 }
@@ -97,9 +99,9 @@ TEST(LocalTransport, SocketDirectoryIsGoneAfterTheJobEvenWhenARankIsKilled) {
 }
 
 TEST(LocalTransport, UnknownTransportIsAClearError) {
-  const auto result = run(2, "environment", {"-x", "SEMPI_LOCAL_TRANSPORT=shm"}, 120s);
+  const auto result = run(2, "environment", {"-x", "SEMPI_LOCAL_TRANSPORT=udp"}, 120s);
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.output.find("SEMPI_LOCAL_TRANSPORT='shm' is not 'unix' or 'tcp'"),
+  EXPECT_NE(result.output.find("SEMPI_LOCAL_TRANSPORT='udp' is not 'shm', 'unix' or 'tcp'"),
             std::string::npos)
       << result.output;
 }
