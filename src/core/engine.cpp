@@ -20,8 +20,11 @@ namespace flags = transport::frame_flags;
 
 // Frames read from one channel per progress round, so one busy peer cannot starve the others.
 constexpr std::size_t kFramesPerRound = 64;
-// A waiter spinning on one peer's channel polls all channels every this many rounds.
-constexpr unsigned kFullPollEvery = 8;
+// A waiter spinning on one peer's channel polls all channels (and the launcher) this often.
+// By time, not by rounds: a round on shared rings takes ~50 ns, and poll() costs more than a
+// microsecond, so polling every few rounds would keep a spinning rank mostly in poll() and
+// late for the message it waits for.
+constexpr std::chrono::microseconds kFullPollPeriod{20};
 // Captured audit records a spinning waiter renders per round (about a microsecond each).
 constexpr std::size_t kAuditRecordsPerSpin = 1;
 // Context index (context / 2) of the first communicator created at run time; 0: world, 1: self.
@@ -667,11 +670,14 @@ void Engine::wait_until(Done&& done, int peer_hint) {
     if (progress_token_.try_lock()) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
-      const bool spinning = std::chrono::steady_clock::now() < spin_until;
+      const auto now = std::chrono::steady_clock::now();
+      const bool spinning = now < spin_until;
+      const bool full_poll_due = now >= next_full_poll_;
+      if (full_poll_due) next_full_poll_ = now + kFullPollPeriod;
       if (!spinning) render_audit_while_idle(SIZE_MAX);  // about to block: render everything
       // Spinning on a known peer: read its channel directly, and poll every channel (and the
       // launcher) every few rounds so nothing else waits long.
-      const bool direct = spinning && peer_hint >= 0 && ++spin_rounds_ % kFullPollEvery != 0 &&
+      const bool direct = spinning && peer_hint >= 0 && !full_poll_due &&
                           progress_peer(peer_hint);
       if (!direct) progress(std::chrono::milliseconds(spinning ? 0 : 10));
       if (spinning && !done()) {

@@ -394,7 +394,8 @@ class Engine {
   // Scratch for progress(); only the token holder touches them.
   std::vector<pollfd> poll_fds_;
   std::vector<Peer*> polled_peers_;
-  unsigned spin_rounds_ = 0;  // direct-read rounds, across waits (every kFullPollEvery-th polls)
+  // When a spinning waiter next polls every channel (kFullPollPeriod), across waits.
+  std::chrono::steady_clock::time_point next_full_poll_{};
 
   transport::UniqueFd wake_fd_;
   std::atomic<int> active_waiters_{0};
