@@ -28,64 +28,19 @@ constexpr std::uint8_t kTlsHandshakeRecord = 0x16;
 // attached (SCM_RIGHTS). It is not a TLS record type, so it cannot be mistaken for one.
 constexpr std::uint8_t kSharedRingsPreface = 'M';
 
-// Hands the shared rings' memfd to the peer, ahead of the TLS handshake.
-bool send_rings_preface(int socket, int memfd, std::string& error) {
-  std::uint8_t byte = kSharedRingsPreface;
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* rights = CMSG_FIRSTHDR(&message);
-  rights->cmsg_level = SOL_SOCKET;
-  rights->cmsg_type = SCM_RIGHTS;
-  rights->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(rights), &memfd, sizeof(int));
-  ssize_t sent = 0;
-  do {
-    sent = ::sendmsg(socket, &message, MSG_NOSIGNAL);  // one byte into a fresh socket: no wait
-  } while (sent < 0 && errno == EINTR);
-  if (sent == 1) return true;
-  error = std::string("cannot hand over the shared rings: ") +
-          (sent < 0 ? std::strerror(errno) : "short write");
-  return false;
-}
-
 // Takes the preface byte and the one descriptor that must come with it.
 UniqueFd receive_rings_preface(int socket, std::string& error) {
   std::uint8_t byte = 0;
-  iovec data{&byte, 1};
-  // Room for more than one descriptor, so that extra ones are seen (and closed), not dropped.
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t got = 0;
-  do {
-    got = ::recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  } while (got < 0 && errno == EINTR);
   std::vector<UniqueFd> received;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      received.emplace_back(fd);
-    }
-  }
-  if (got != 1) {
+  bool truncated = false;
+  if (!receive_byte_with_descriptors(socket, byte, received, truncated)) {
     error = std::string("cannot read the shared rings' preface: ") +
-            (got < 0 ? std::strerror(errno) : "connection closed");
+            (errno != 0 ? std::strerror(errno) : "connection closed");
     return {};
   }
-  if (received.size() != 1 || (message.msg_flags & MSG_CTRUNC) != 0) {
+  if (received.size() != 1 || truncated) {
     error = "the shared rings' preface carried " + std::to_string(received.size()) +
-            " descriptors instead of one";
+            (truncated ? " or more" : "") + " descriptors instead of one";
     return {};
   }
   return std::move(received.front());
@@ -210,8 +165,10 @@ std::unique_ptr<Channel> Channel::connect_local(const LocalEndpoint& local,
     // Without a region (memfd refused, say) the records simply stay on the socket.
     std::string why;
     region = SharedRegion::create(SharedRegion::ring_bytes_for(local.hello.world_size), why);
-    if (region && !send_rings_preface(fd.get(), region->fd(), why)) {
-      error = {errc::connection_failed, "connect to " + path + ": " + why};
+    if (region && !send_byte_with_descriptor(fd.get(), kSharedRingsPreface, region->fd())) {
+      error = {errc::connection_failed, "connect to " + path +
+                                            ": cannot hand over the shared rings: " +
+                                            std::strerror(errno)};
       return nullptr;
     }
     if (region) region->close_fd();  // the peer has its own descriptor now

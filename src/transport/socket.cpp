@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "sempi/error.hpp"
@@ -189,6 +190,57 @@ bool is_unix_socket(int fd) {
   socklen_t length = sizeof address;
   return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
          address.ss_family == AF_UNIX;
+}
+
+bool send_byte_with_descriptor(int socket, std::uint8_t byte, int fd) {
+  iovec data{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* rights = CMSG_FIRSTHDR(&message);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(rights), &fd, sizeof(int));
+  }
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(socket, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent == 0) errno = EAGAIN;
+  return sent == 1;
+}
+
+bool receive_byte_with_descriptors(int socket, std::uint8_t& byte, std::vector<UniqueFd>& fds,
+                                   bool& truncated) {
+  iovec data{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ssize_t got = 0;
+  do {
+    got = ::recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); got > 0 && c != nullptr;
+       c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds.emplace_back(fd);
+    }
+  }
+  truncated = got > 0 && (message.msg_flags & MSG_CTRUNC) != 0;
+  if (got == 0) errno = 0;
+  return got == 1;
 }
 
 std::string local_host_identity() {

@@ -4,7 +4,9 @@
 #include <sys/un.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 #include <system_error>
 
 #include <asio/ip/tcp.hpp>
@@ -52,6 +54,14 @@ bool unix_address(const std::string& path, sockaddr_un& address);
 bool is_unix_socket(int fd);
 /// True if the process at the other end of Unix socket `fd` runs as this process's user.
 bool same_user_peer(int fd);
+/// Sends one byte over Unix socket `socket` with descriptor `fd` attached (SCM_RIGHTS), or
+/// with none if `fd` is negative. false with errno set unless the byte went out.
+bool send_byte_with_descriptor(int socket, std::uint8_t byte, int fd);
+/// Receives one byte without waiting, and the descriptors that came with it (closed on
+/// destruction unless kept). false with errno set (0 at the peer's close) if no byte came.
+/// `truncated`: more descriptors came than fit (4); those are lost.
+bool receive_byte_with_descriptors(int socket, std::uint8_t& byte, std::vector<UniqueFd>& fds,
+                                   bool& truncated);
 /// Names this host as peers must match it to use a Unix socket: the kernel's boot id and the
 /// network namespace (ranks in different namespaces stand for different hosts, as in tests and
 /// simulated clusters). Empty if unknown: then only TCP is used.
