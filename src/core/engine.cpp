@@ -676,7 +676,7 @@ void Engine::wait_until(Done&& done, int peer_hint) {
       if (full_poll_due) next_full_poll_ = now + kFullPollPeriod;
       if (!spinning) render_audit_while_idle(SIZE_MAX);  // about to block: render everything
       // Spinning on a known peer: read its channel directly, and poll every channel (and the
-      // launcher) every few rounds so nothing else waits long.
+      // launcher) every kFullPollPeriod so nothing else waits long.
       const bool direct = spinning && peer_hint >= 0 && !full_poll_due &&
                           progress_peer(peer_hint);
       if (!direct) progress(std::chrono::milliseconds(spinning ? 0 : 10));

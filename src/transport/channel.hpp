@@ -12,9 +12,9 @@
 // one deadline and return a ready channel or a specific error. Between ranks on one host the
 // dialer can also hand over shared rings (ring_stream.hpp) before TLS starts; the records move
 // to them once HELLO is exchanged, and the Unix socket then only carries wake-ups. Afterwards
-// frames are exchanged
-// with the non-blocking enqueue()/flush()/read_available() trio (used by the progress engine) or
-// the blocking send_frame()/receive_frame() helpers, which take deadlines.
+// frames are exchanged with the non-blocking enqueue()/flush()/read_available() trio (used by
+// the progress engine) or the blocking send_frame()/receive_frame() helpers, which take
+// deadlines.
 //
 // Errors: any violation by the peer (malformed, unknown, oversize or out-of-sequence frame, TLS
 // error, EOF) fails the channel permanently; every later call returns the same error and every
@@ -127,8 +127,6 @@ class Channel {
   [[nodiscard]] std::string cipher() const;
   /// True if a Unix socket carries the records (a peer on this host), false for TCP.
   [[nodiscard]] bool over_unix_socket() const noexcept { return local_socket_; }
-  /// True if the records go through shared rings (always over a Unix socket).
-  [[nodiscard]] bool over_shared_memory() const noexcept { return ring_ != nullptr; }
   /// The same as a name for logs: "shm", "unix" or "tcp".
   [[nodiscard]] const char* transport() const noexcept {
     return ring_ ? "shm" : local_socket_ ? "unix" : "tcp";
