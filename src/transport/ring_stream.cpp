@@ -22,7 +22,6 @@ std::atomic_ref<T> shared(T& word) {
 RingStream::RingStream(std::unique_ptr<SharedRegion> region, bool dialer, int socket)
     : SocketBuffers(socket),
       region_(std::move(region)),
-      socket_(socket),
       ring_(region_->ring_bytes()),
       tx_(region_->control(dialer ? 0 : 1)),
       tx_data_(region_->data(dialer ? 0 : 1)),
@@ -30,8 +29,7 @@ RingStream::RingStream(std::unique_ptr<SharedRegion> region, bool dialer, int so
       rx_data_(region_->data(dialer ? 1 : 0)) {}
 
 long RingStream::fail(std::string detail) {
-  if (!broken_) detail_ = "shared ring: " + std::move(detail);
-  broken_ = true;
+  if (!broken()) detail_ = "shared ring: " + std::move(detail);
   errno = EPROTO;
   return -1;
 }
@@ -48,7 +46,7 @@ bool RingStream::refresh_tail() {
 }
 
 long RingStream::push(const std::uint8_t* data, std::size_t size) {
-  if (broken_) return fail({});
+  if (broken()) return fail({});
   if (peer_closed_) {  // as a socket whose reader is gone
     errno = EPIPE;
     return -1;
@@ -71,7 +69,7 @@ long RingStream::push(const std::uint8_t* data, std::size_t size) {
 }
 
 long RingStream::pull(std::uint8_t* dst, std::size_t size) {
-  if (broken_) return fail({});
+  if (broken()) return fail({});
   const std::uint64_t head = shared(rx_.head).load(std::memory_order_acquire);
   if (head < rx_head_seen_ || head - rx_tail_ > ring_) {
     return fail("the peer moved its head to " + std::to_string(head) + " (expected " +
@@ -100,7 +98,7 @@ bool RingStream::has_unseen_input() const noexcept {
 }
 
 bool RingStream::prepare_to_block(bool reading, bool writing) noexcept {
-  if (peer_closed_ || broken_) return true;
+  if (peer_closed_ || broken()) return true;
   bool ready = false;
   if (reading) {
     shared(rx_.consumer_asleep).store(1, kSeqCst);
@@ -122,7 +120,7 @@ void RingStream::service_socket() noexcept {
   // Bounded: a peer that keeps ringing cannot keep us here.
   for (int round = 0; round < 4; ++round) {
     std::uint8_t bytes[64];
-    const ssize_t n = ::recv(socket_, bytes, sizeof bytes, MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd(), bytes, sizeof bytes, MSG_DONTWAIT);
     if (n > 0) continue;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -134,7 +132,7 @@ void RingStream::service_socket() noexcept {
 bool RingStream::ring_bell() noexcept {
   const std::uint8_t bell = 1;
   for (;;) {
-    const ssize_t n = ::send(socket_, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd(), &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n == 1) return true;
     if (n < 0 && errno == EINTR) continue;
     // A full socket holds wake-up bytes the peer has not read yet: it will wake all the same.

@@ -69,8 +69,9 @@ class RingStream final : public SocketBuffers {
   // Sends one wake-up byte; false if the peer is gone.
   bool ring_bell() noexcept;
 
+  [[nodiscard]] bool broken() const noexcept { return !detail_.empty(); }
+
   std::unique_ptr<SharedRegion> region_;
-  int socket_;
   std::uint64_t ring_;  // bytes of each ring
   RingControl& tx_;
   std::uint8_t* tx_data_;
@@ -81,8 +82,7 @@ class RingStream final : public SocketBuffers {
   std::uint64_t rx_tail_ = 0;  // taken in (and published as the tail)
   std::uint64_t rx_head_seen_ = 0;
   bool peer_closed_ = false;
-  bool broken_ = false;
-  std::string detail_;
+  std::string detail_;  // set once the peer broke the ring
 };
 
 }  // namespace sempi::transport

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <vector>
 #include <system_error>
+#include <vector>
 
 #include <asio/ip/tcp.hpp>
 
