@@ -775,7 +775,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
       const bool reading = !peer->paused_;
       if (reading && peer->channel_->has_buffered_input()) immediate = true;
       // Shared rings: ask the peer for a wake-up byte before sleeping (a no-op on sockets).
-      if (may_block && peer->channel_->prepare_to_block(reading)) immediate = true;
+      if (may_block && peer->channel_->prepare_to_block(reading, true)) immediate = true;
       poll_fds_.push_back(
           {peer->channel_->native_handle(), peer->channel_->poll_events(reading), 0});
       polled_peers_.push_back(peer.get());

@@ -637,7 +637,7 @@ std::error_code Channel::send_frame(const FrameHeader& header,
     if (auto ec = flush(); ec) return ec;
     if (finished && !has_pending_writes()) break;
     // A ring's reader rings when it frees room.
-    if (ring_ && ring_->prepare_to_block(false, true)) {
+    if (prepare_to_block(false, true)) {
       done_blocking(0);
       if (Clock::now() >= deadline) {
         return fail(errc::timeout, "send did not complete before the deadline");
@@ -661,7 +661,7 @@ std::error_code Channel::receive_frame(FrameHeader& header, std::vector<std::uin
       return {};
     }
     if (has_buffered_input()) continue;
-    if (ring_ && ring_->prepare_to_block(true, false)) {  // input, or the peer is gone
+    if (prepare_to_block(true, false)) {
       done_blocking(0);
       if (Clock::now() >= deadline) return errc::timeout;
       continue;

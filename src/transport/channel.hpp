@@ -163,9 +163,10 @@ class Channel {
   /// The poll() events to wait for on native_handle().
   [[nodiscard]] short poll_events(bool reading) const noexcept;
   /// Before blocking in poll(): asks the peer to wake us when there is input (if `reading`)
-  /// or room for our queued writes. true if there is already (then do not block).
-  bool prepare_to_block(bool reading) noexcept {
-    return ring_ && ring_->prepare_to_block(reading, true);
+  /// or room for our queued writes (if `writing`). true if there is already, or the peer is
+  /// gone (then do not block).
+  bool prepare_to_block(bool reading, bool writing) noexcept {
+    return ring_ && ring_->prepare_to_block(reading, writing);
   }
   /// After poll(), with its revents for native_handle(): takes the wake-ups off the socket.
   void done_blocking(short revents) noexcept;
