@@ -351,7 +351,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     message.source = world;
     message.tag = tag;
     message.bytes = bytes;
-    message.data.assign(data, data + bytes);
+    message.data = payloads_->take(bytes);
+    copy_bytes(message.data.get(), data, bytes);
     if (synchronous) {
       message.synchronous = true;
       message.sync_id = next_sync_id_++;
@@ -465,8 +466,8 @@ void Engine::deliver_unexpected_to(Unexpected& message,
                              message.context, message.op);
     return;
   }
-  copy_bytes(request->buffer, message.data.data(),
-              std::min<std::size_t>(message.data.size(), request->capacity));
+  copy_bytes(request->buffer, message.data.get(),
+              std::min<std::size_t>(message.bytes, request->capacity));
   if (peer != nullptr) account_unexpected(*peer, -message.budget_cost());
   if (message.synchronous) {
     if (peer != nullptr) {
@@ -1166,7 +1167,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
     if (decision == Admit::allow) {
       if (!it->rendezvous) {
         audit_message("message.receive", it->source, it->context, it->op, it->tag, it->bytes,
-                      it->msg_id, it->data);
+                      it->msg_id, it->payload());
       }
       ++it;
       continue;
@@ -1233,7 +1234,7 @@ void Engine::Peer::begin_eager(const FrameHeader& header) {
   message.bytes = header.length;
   message.synchronous = (header.flags & flags::kSynchronous) != 0;
   message.sync_id = header.aux;
-  message.data.resize(header.length);
+  message.data = engine_.payloads_->take(header.length);
   inflight_unexpected_ = std::move(message);
 }
 
@@ -1308,7 +1309,7 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
         scratch_.resize(header.length);
         return scratch_;
       }
-      return inflight_unexpected_->data;
+      return inflight_unexpected_->payload();
     }
     case FrameType::data: {
       const auto it = recv_rendezvous_.find(header.aux);

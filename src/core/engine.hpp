@@ -54,6 +54,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,6 +63,7 @@
 
 #include "core/collective_kind.hpp"
 #include "core/comm_state.hpp"
+#include "core/payload_pool.hpp"
 #include "core/request_state.hpp"
 #include "audit/audit_log.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -207,7 +209,7 @@ class Engine {
     int tag = 0;
     bool rendezvous = false;
     std::uint64_t bytes = 0;  // message size
-    std::vector<std::uint8_t> data;  // eager payload
+    Payload data;  // eager payload, `bytes` long (from the engine's PayloadPool)
     std::uint64_t rendezvous_id = 0;
     bool synchronous = false;
     std::uint64_t sync_id = 0;
@@ -219,8 +221,13 @@ class Engine {
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
     /// which hold no payload here) still reaches the limit.
     static constexpr std::uint64_t kEntryCost = 256;
+    [[nodiscard]] std::span<std::uint8_t> payload() const {
+      return {data.get(), rendezvous ? 0 : static_cast<std::size_t>(bytes)};
+    }
     [[nodiscard]] std::int64_t budget_cost() const {
-      return static_cast<std::int64_t>((rendezvous ? 0 : bytes) + kEntryCost);
+      return static_cast<std::int64_t>(
+          (rendezvous ? 0 : PayloadPool::capacity_for(static_cast<std::size_t>(bytes))) +
+          kEntryCost);
     }
   };
   struct RecvRendezvous {
@@ -374,6 +381,7 @@ class Engine {
   std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
   std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
+  std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;
   // See adopt_context. One entry per communicator this rank ever joined (ids are never

@@ -1,0 +1,75 @@
+#include "core/payload_pool.hpp"
+
+#include <bit>
+#include <new>
+
+namespace sempi::detail {
+namespace {
+
+// Size class of a pooled capacity (a power of two from kMinPooled to kMaxPooled).
+std::size_t size_class(std::size_t capacity) noexcept {
+  return static_cast<std::size_t>(std::countr_zero(capacity / PayloadPool::kMinPooled));
+}
+
+}  // namespace
+
+void PayloadReturn::operator()(std::uint8_t* data) const noexcept {
+  if (pool) {
+    pool->give_back(data, capacity);
+  } else {
+    delete[] data;
+  }
+}
+
+PayloadPool::~PayloadPool() {
+  for (auto& buffers : free_) {
+    for (std::uint8_t* data : buffers) delete[] data;
+  }
+}
+
+std::size_t PayloadPool::capacity_for(std::size_t bytes) noexcept {
+  return bytes >= kMinPooled && bytes <= kMaxPooled ? std::bit_ceil(bytes) : bytes;
+}
+
+Payload PayloadPool::take(std::size_t bytes) {
+  const std::size_t capacity = capacity_for(bytes);
+  if (capacity < kMinPooled || capacity > kMaxPooled) {
+    return Payload(new std::uint8_t[bytes == 0 ? 1 : bytes], PayloadReturn{});
+  }
+  {
+    std::lock_guard lock(mu_);
+    const std::size_t k = size_class(capacity);
+    if (k < free_.size() && !free_[k].empty()) {
+      std::uint8_t* data = free_[k].back();
+      free_[k].pop_back();
+      kept_ -= capacity;
+      return Payload(data, PayloadReturn{shared_from_this(), capacity});
+    }
+  }
+  return Payload(new std::uint8_t[capacity], PayloadReturn{shared_from_this(), capacity});
+}
+
+void PayloadPool::give_back(std::uint8_t* data, std::size_t capacity) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    if (kept_ + capacity <= kKeptBytes) {
+      const std::size_t k = size_class(capacity);
+      try {
+        if (free_.size() <= k) free_.resize(k + 1);
+        free_[k].push_back(data);
+        kept_ += capacity;
+        return;
+      } catch (const std::bad_alloc&) {
+        // No room to remember it: free it below.
+      }
+    }
+  }
+  delete[] data;
+}
+
+std::size_t PayloadPool::kept_bytes() const {
+  std::lock_guard lock(mu_);
+  return kept_;
+}
+
+}  // namespace sempi::detail

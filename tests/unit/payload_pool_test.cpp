@@ -1,0 +1,82 @@
+// The engine's pool of buffers for early eager payloads (core/payload_pool.hpp).
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/payload_pool.hpp"
+
+namespace sempi::detail {
+namespace {
+
+TEST(PayloadPool, CapacityIsTheNextPowerOfTwoWithinThePooledRange) {
+  EXPECT_EQ(PayloadPool::capacity_for(0), 0u);
+  EXPECT_EQ(PayloadPool::capacity_for(100), 100u);  // below kMinPooled: the heap, exact
+  EXPECT_EQ(PayloadPool::capacity_for(4096), 4096u);
+  EXPECT_EQ(PayloadPool::capacity_for(4097), 8192u);
+  EXPECT_EQ(PayloadPool::capacity_for(65536), 65536u);
+  EXPECT_EQ(PayloadPool::capacity_for(40000), 65536u);
+  EXPECT_EQ(PayloadPool::capacity_for(PayloadPool::kMaxPooled), PayloadPool::kMaxPooled);
+  EXPECT_EQ(PayloadPool::capacity_for(PayloadPool::kMaxPooled + 1), PayloadPool::kMaxPooled + 1);
+}
+
+TEST(PayloadPool, AReturnedBufferIsReusedForAPayloadOfItsClass) {
+  auto pool = PayloadPool::create();
+  std::uint8_t* first = nullptr;
+  {
+    Payload p = pool->take(40000);
+    first = p.get();
+    std::memset(p.get(), 0xab, 65536);  // the whole capacity is usable
+  }
+  EXPECT_EQ(pool->kept_bytes(), 65536u);
+  Payload again = pool->take(65536);
+  EXPECT_EQ(again.get(), first);
+  EXPECT_EQ(pool->kept_bytes(), 0u);
+  Payload other_class = pool->take(5000);  // a different class: a new buffer
+  EXPECT_NE(other_class.get(), first);
+}
+
+TEST(PayloadPool, SmallAndLargePayloadsAreNotKept) {
+  auto pool = PayloadPool::create();
+  { Payload small = pool->take(100); std::memset(small.get(), 1, 100); }
+  { Payload empty = pool->take(0); ASSERT_NE(empty.get(), nullptr); }
+  { Payload large = pool->take(PayloadPool::kMaxPooled + 1); large[PayloadPool::kMaxPooled] = 1; }
+  EXPECT_EQ(pool->kept_bytes(), 0u);
+}
+
+TEST(PayloadPool, KeepsAtMostKeptBytes) {
+  auto pool = PayloadPool::create();
+  std::vector<Payload> held;
+  for (int i = 0; i < 40; ++i) held.push_back(pool->take(64 * 1024));
+  held.clear();
+  EXPECT_EQ(pool->kept_bytes(), PayloadPool::kKeptBytes);
+}
+
+TEST(PayloadPool, ABufferMayOutliveThePoolHandle) {
+  auto pool = PayloadPool::create();
+  Payload p = pool->take(8192);
+  pool.reset();  // the engine is gone; the buffer keeps the pool alive until it is returned
+  std::memset(p.get(), 7, 8192);
+  p.reset();  // returned to the pool, which is then destroyed with it (ASan checks the frees)
+}
+
+TEST(PayloadPool, ThreadsTakeAndReturnConcurrently) {
+  auto pool = PayloadPool::create();
+  auto work = [&](std::uint8_t fill) {
+    for (int i = 0; i < 2000; ++i) {
+      Payload p = pool->take(4096 + static_cast<std::size_t>(i % 3) * 20000);
+      std::memset(p.get(), fill, 4096);
+      EXPECT_EQ(p[4095], fill);  // nobody else holds this buffer
+    }
+  };
+  std::thread a(work, std::uint8_t{1});
+  std::thread b(work, std::uint8_t{2});
+  a.join();
+  b.join();
+  EXPECT_LE(pool->kept_bytes(), PayloadPool::kKeptBytes);
+}
+
+}  // namespace
+}  // namespace sempi::detail
