@@ -666,12 +666,20 @@ template <class Done>
 void Engine::wait_until(Done&& done, int peer_hint) {
   if (done()) return;
   ++active_waiters_;
-  const auto spin_until = std::chrono::steady_clock::now() + config_.spin;
+  auto spin_until = std::chrono::steady_clock::now() + config_.spin;
+  std::uint64_t traffic_seen = traffic_.load(std::memory_order_relaxed);
   while (!done()) {
     if (progress_token_.try_lock()) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
       const auto now = std::chrono::steady_clock::now();
+      // The spin budget counts from the last data moved, not from the start of the wait: while
+      // a long message streams in or out, its next record is microseconds away, and sleeping
+      // in poll() between records made 1 MiB allreduces ~10 % slower.
+      if (const auto traffic = traffic_.load(std::memory_order_relaxed); traffic != traffic_seen) {
+        traffic_seen = traffic;
+        spin_until = now + config_.spin;
+      }
       const bool spinning = now < spin_until;
       const bool full_poll_due = now >= next_full_poll_;
       if (full_poll_due) next_full_poll_ = now + kFullPollPeriod;
@@ -750,8 +758,12 @@ void Engine::render_audit_while_idle(std::size_t max_records) {
 }
 
 void Engine::service_peer(Peer& peer, bool readable) {
+  const std::uint64_t moved = peer.channel_->bytes_moved();
   if (readable && !peer.paused_) read_peer(peer);
   if (!peer.failed_ && peer.channel_ && peer.channel_->has_pending_writes()) flush_peer(peer);
+  if (peer.channel_ && peer.channel_->bytes_moved() != moved) {
+    traffic_.store(traffic_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 }
 
 bool Engine::progress_peer(int world) {

@@ -388,6 +388,8 @@ class Engine {
   // reused, so none can leave): a few dozen bytes each.
   std::unordered_set<std::uint32_t> contexts_adopted_;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
+  // Bumped (under mu_) by every progress step that moved data on a channel: see wait_until.
+  std::atomic<std::uint64_t> traffic_{0};
   std::atomic<std::uint32_t> contexts_allocated_{0};
   std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references
   std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();

@@ -532,12 +532,14 @@ long Channel::write_some(std::span<const std::uint8_t> first,
                          std::span<const std::uint8_t> second) {
   const long n = records_->write(first, second);
   if (n < 0) fail(records_->code(), records_->detail());
+  if (n > 0) bytes_moved_ += static_cast<std::uint64_t>(n);
   return n;
 }
 
 long Channel::read_some(std::uint8_t* dst, std::size_t size) {
   const long n = records_->read(dst, size);
   if (n < 0) fail(records_->code(), records_->detail());
+  if (n > 0) bytes_moved_ += static_cast<std::uint64_t>(n);
   return n;
 }
 

@@ -150,6 +150,9 @@ class Channel {
   std::error_code flush();
   /// True while queued bytes remain; the caller waits for writability.
   [[nodiscard]] bool has_pending_writes() const noexcept;
+  /// Bytes of frames written to TLS or read from it so far: a waiter sees from it that data
+  /// is still moving.
+  [[nodiscard]] std::uint64_t bytes_moved() const noexcept { return bytes_moved_; }
 
   /// Reads and delivers up to `max_frames` complete frames without blocking. Stops early when
   /// TLS has nothing buffered after a frame (the next read would most likely find nothing).
@@ -258,6 +261,8 @@ class Channel {
   std::size_t coalesced_frames_ = 0;
   std::size_t coalesced_written_ = 0;
   std::uint64_t next_out_sequence_ = 0;
+
+  std::uint64_t bytes_moved_ = 0;  // see bytes_moved()
 
   // Inbound state.
   // Decrypted bytes taken from TLS but not yet parsed. A frame header is read together with
