@@ -378,13 +378,15 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
   header.op = static_cast<std::uint16_t>(op);
   header.source = static_cast<std::uint32_t>(config_.world_rank);
   header.tag = tag;
+  std::uint64_t id = 0;  // the frame's channel sequence: the message id in the audit log
   if (bytes <= config_.eager_limit) {
     header.type = FrameType::eager;
-    std::optional<std::uint64_t> id;
     // Fast path: a small frame that TLS takes at once (or the channel copies) completes the
     // send here, with no queued completion to allocate.
-    if (!synchronous) id = peer->channel_->send_now(header, {data, bytes});
-    if (id) {
+    const std::optional<std::uint64_t> sent =
+        synchronous ? std::nullopt : peer->channel_->send_now(header, {data, bytes});
+    if (sent) {
+      id = *sent;
       complete(*request);
     } else {
       request->pending_parts = 1;
@@ -399,18 +401,19 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
                                      part_done(request, ec, world);
                                    });
     }
-    audit_message("message.send", world, context, op_code, tag, bytes, *id, {data, bytes});
   } else {
     // Rendezvous: announce the size; the data follows the receiver's CTS, straight from the
     // user's buffer. Completion therefore also proves the receive matched (ssend semantics).
     header.type = FrameType::rts;
     header.aux = bytes;
-    const auto id = peer->channel_->enqueue(header, {}, nullptr);
+    id = peer->channel_->enqueue(header, {}, nullptr);
     peer->send_rendezvous_[id] = SendRendezvous{request, data, bytes, context, tag, 0, header.op};
     request->pending_parts = 1;
-    audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
   }
   flush_peer(*peer);
+  // Audited after the flush, while the frame travels: capturing a record takes ~70 ns, which
+  // before the flush delayed every message by that much.
+  audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
   return request;
 }
 
