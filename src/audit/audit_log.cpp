@@ -266,19 +266,17 @@ void AuditLog::message(const MessageRecord& r) {
     render(r, now, std::chrono::steady_clock::now());
     return;
   }
-  std::size_t queued = 0;
-  {
-    std::lock_guard lock(queue_mu_);
-    if (queue_used_ == queue_.size()) queue_.emplace_back();
-    Captured& c = queue_[queue_used_++];
-    ::clock_gettime(CLOCK_REALTIME, &c.time);  // under the lock: timestamps follow queue order
+  const auto capture = [&r](Captured& c) {
+    // Read once the slot is ours: one thread's timestamps follow its records' order.
+    ::clock_gettime(CLOCK_REALTIME, &c.time);
     c.record = r;
-    c.comm.assign(r.comm);  // reuses the entry's capacity
+    c.comm.assign(r.comm);  // reuses the slot's capacity
     c.has_digest = r.digest != nullptr;
     if (c.has_digest) c.digest = *r.digest;
-    queued = queued_.fetch_add(1, std::memory_order_relaxed) + 1;
+  };
+  while (!captured_.try_push(capture)) {
+    render_pending(SIZE_MAX);  // the renderer fell kMaxQueued records behind: the capturer pays
   }
-  if (queued > kMaxQueued) render_pending(SIZE_MAX);  // bounded memory: the capturer pays
 }
 
 void AuditLog::render_pending(std::size_t max) {
@@ -292,28 +290,19 @@ void AuditLog::try_render_pending(std::size_t max) {
 }
 
 void AuditLog::render_queued(std::size_t max) {
-  std::size_t done = 0;
   std::optional<std::chrono::steady_clock::time_point> now;  // read once, for the buffer's age
-  while (done < max) {
-    if (rendering_next_ == rendering_used_) {
-      std::lock_guard lock(queue_mu_);
-      if (queue_used_ == 0) break;
-      std::swap(queue_, rendering_);
-      rendering_used_ = queue_used_;
-      rendering_next_ = 0;
-      queue_used_ = 0;
-    }
-    Captured& c = rendering_[rendering_next_++];
-    queued_.fetch_sub(1, std::memory_order_relaxed);
-    ++done;
+  for (std::size_t done = 0; done < max; ++done) {
+    Captured* c = captured_.front();
+    if (c == nullptr) break;
     if (closed_) {
       ++dropped_;
-      continue;
+    } else {
+      c->record.comm = c->comm;
+      c->record.digest = c->has_digest ? &c->digest : nullptr;
+      if (!now) now = std::chrono::steady_clock::now();
+      render(c->record, c->time, *now);
     }
-    c.record.comm = c.comm;
-    c.record.digest = c.has_digest ? &c.digest : nullptr;
-    if (!now) now = std::chrono::steady_clock::now();
-    render(c.record, c.time, *now);
+    captured_.pop();  // only now may a producer reuse the slot
   }
 }
 

@@ -411,7 +411,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     request->pending_parts = 1;
   }
   flush_peer(*peer);
-  // Audited after the flush, while the frame travels: capturing a record takes ~70 ns, which
+  // Audited after the flush, while the frame travels: a capture (tens of ns, mostly the clock)
   // before the flush delayed every message by that much.
   audit_message("message.send", world, context, op_code, tag, bytes, id, {data, bytes});
   return request;
