@@ -1000,9 +1000,17 @@ bool Engine::adopt_context(std::uint32_t context, int root_world) {
 // --- policy and audit ----------------------------------------------------------------------
 
 const Engine::CommEntry* Engine::find_entry(std::uint32_t context) const noexcept {
-  const auto it = comms_.find(context >> 1);  // p2p context 2k and collective context 2k + 1
-  if (it == comms_.end() || !it->second.decisions) return nullptr;
-  return &it->second;
+  // A frame's admission and its audit record, and most consecutive frames, name the same
+  // communicator: the last entry found is tried first. Entries are never erased, so the
+  // pointer stays valid.
+  const std::uint32_t key = context >> 1;  // p2p context 2k and collective context 2k + 1
+  if (last_entry_ == nullptr || last_entry_key_ != key) {
+    const auto it = comms_.find(key);
+    if (it == comms_.end()) return nullptr;
+    last_entry_key_ = key;
+    last_entry_ = &it->second;
+  }
+  return last_entry_->decisions ? last_entry_ : nullptr;
 }
 
 Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::string& name) {

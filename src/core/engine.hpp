@@ -392,6 +392,8 @@ class Engine {
   std::atomic<std::uint64_t> traffic_{0};
   std::atomic<std::uint32_t> contexts_allocated_{0};
   std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references
+  mutable const CommEntry* last_entry_ = nullptr;  // find_entry's last result, and its key
+  mutable std::uint32_t last_entry_key_ = 0;
   std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();
   std::uint64_t next_self_msg_ = 1;  // message ids of sends to self (audit)
   policy::Verdict last_denial_ = policy::Verdict::allow;  // reason sent with the next DENY
