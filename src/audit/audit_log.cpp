@@ -156,7 +156,9 @@ std::unique_ptr<AuditLog> AuditLog::create(const std::filesystem::path& file, Op
 
 AuditLog::AuditLog(std::filesystem::path path, int fd, Options options)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
-  buffer_.resize(options_.flush_bytes + 4096);
+  // Room for flush_bytes and the record that crosses it; a log that writes every record at once
+  // (the launcher) needs room for one, and begin() grows the buffer for a longer one.
+  buffer_.resize((options_.flush_each ? 0 : options_.flush_bytes) + 4096);
   // The same in every record: formatted once.
   source_fields_ = "},\"sempi\":{\"job\":";
   append_string(source_fields_, options_.job);
@@ -227,7 +229,7 @@ void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now) {
   buffered_ = static_cast<std::size_t>(out - buffer_.data());
   ++seq_;
   if (line_start_ == 0) oldest_ = now;
-  if (options_.flush_each || buffered_ >= options_.hard_limit || write_due(now)) write_buffer();
+  if (options_.flush_each || write_due(now)) write_buffer();
 }
 
 void AuditLog::event(std::string_view action, bool success, std::string_view reason,
