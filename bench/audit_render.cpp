@@ -32,7 +32,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t per_batch = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 2000;
+  const std::size_t per_batch = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1000;
   const int batches = argc > 2 ? std::atoi(argv[2]) : 31;
   if (per_batch == 0 || per_batch > sempi::audit::AuditLog::kMaxQueued || batches <= 0) {
     std::fprintf(stderr, "usage: audit_render [records_per_batch 1..%zu] [batches]\n",

@@ -156,9 +156,11 @@ std::unique_ptr<AuditLog> AuditLog::create(const std::filesystem::path& file, Op
 
 AuditLog::AuditLog(std::filesystem::path path, int fd, Options options)
     : path_(std::move(path)), fd_(fd), options_(std::move(options)) {
-  // Room for flush_bytes and the record that crosses it; a log that writes every record at once
-  // (the launcher) needs room for one, and begin() grows the buffer for a longer one.
-  buffer_.resize((options_.flush_each ? 0 : options_.flush_bytes) + 4096);
+  // begin() grows the buffer as records accumulate, up to flush_bytes and the record that
+  // crosses it: a rank that audits no messages, or the launcher (which writes every record at
+  // once), keeps a small one.
+  buffer_.resize(std::min<std::size_t>(options_.flush_each ? 0 : options_.flush_bytes, 64 * 1024) +
+                 4096);
   // The same in every record: formatted once.
   source_fields_ = "},\"sempi\":{\"job\":";
   append_string(source_fields_, options_.job);

@@ -103,7 +103,7 @@ struct MessageRecord {
 class AuditLog {
  public:
   /// A capture that finds this many records waiting renders them itself first.
-  static constexpr std::size_t kMaxQueued = 2048;
+  static constexpr std::size_t kMaxQueued = 1024;
 
   struct Options {
     std::string job;          // job id (hex)

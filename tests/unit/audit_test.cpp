@@ -235,6 +235,56 @@ TEST(AuditLog, CapturedMessagesKeepCallOrderAcrossEventsAndPartialRenders) {
   EXPECT_EQ(head.hash, prev);
 }
 
+// Rendered records wait in a buffer that grows from 64 KiB as they accumulate, and reach the
+// file when it holds flush_bytes (here 256 KiB: three doublings), when the oldest is max_age
+// old, or at close; growing keeps every byte and the chain.
+TEST(AuditLog, BufferedRecordsReachTheFileAtFlushBytesOrMaxAge) {
+  TempDir dir;
+  const fs::path file = dir.path() / "rank-2.jsonl";
+  AuditLog::Options options{kJob, 2};
+  options.flush_bytes = 256 * 1024;
+  options.max_age = std::chrono::hours(1);
+  auto log = AuditLog::create(file, options);
+  MessageRecord m;
+  m.comm = "world";
+  int records = 0;
+  while (fs::file_size(file) == 0) {
+    ASSERT_LT(records, 2000) << "256 KiB of records never reached the file";
+    m.tag = records++;
+    log->message(m);
+    log->render_pending();
+  }
+  // Records of ~300 bytes: the write came with the record that crossed 256 KiB, not before.
+  EXPECT_GT(records, 256 * 1024 / 400);
+  EXPECT_GE(fs::file_size(file), 256u * 1024);
+  const auto written = fs::file_size(file);
+  m.tag = records++;
+  log->message(m);
+  log->render_pending();
+  EXPECT_EQ(fs::file_size(file), written) << "one more record is buffered, not written";
+
+  // max_age 0: every record is old enough to write at once.
+  const fs::path aged_file = dir.path() / "rank-3.jsonl";
+  AuditLog::Options aged{kJob, 3};
+  aged.max_age = std::chrono::milliseconds(0);
+  auto aged_log = AuditLog::create(aged_file, aged);
+  aged_log->message(m);
+  aged_log->render_pending();
+  EXPECT_EQ(lines_of(aged_file).size(), 1u);
+  aged_log->close();
+
+  log->close();
+  const auto lines = lines_of(file);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(records));
+  std::string prev = kZeroHash;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto record = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(record["sempi"]["tag"], i);
+    EXPECT_EQ(record["sempi"]["prev"], prev) << "line " << i;
+    prev = to_hex(sha256(lines[i]));
+  }
+}
+
 // Capturing threads, a renderer and events run at once (as the engine's message path, a
 // waiting rank and the background thread do); nothing is lost and the chain holds. Also run
 // under TSan in CI's sanitizer builds.
