@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <new>
 
 #include <spdlog/spdlog.h>
 
@@ -270,13 +271,19 @@ void AuditLog::message(const MessageRecord& r) {
     render(r, now, std::chrono::steady_clock::now());
     return;
   }
-  const auto capture = [&r](Captured& c) {
+  const auto capture = [&r](Captured& c) noexcept {
     // Read once the slot is ours: one thread's timestamps follow its records' order.
     ::clock_gettime(CLOCK_REALTIME, &c.time);
     c.record = r;
-    c.comm.assign(r.comm);  // reuses the slot's capacity
     c.has_digest = r.digest != nullptr;
     if (c.has_digest) c.digest = *r.digest;
+    try {
+      c.comm.assign(r.comm);  // reuses the slot's capacity
+    } catch (const std::bad_alloc&) {
+      // A claimed slot must be published. Keep the record with as much of the name as the
+      // slot holds (assign left it unchanged, so this does not allocate).
+      c.comm.assign(r.comm.substr(0, c.comm.capacity()));
+    }
   };
   while (!captured_.try_push(capture)) {
     render_pending(SIZE_MAX);  // the renderer fell kMaxQueued records behind: the capturer pays

@@ -36,8 +36,9 @@
 // With flush_each (the launcher, and ranks under "flush": "record") every record is rendered
 // and written at once.
 //
-// Thread safety: every member function may be called from any thread. Captures take no lock;
-// one mutex serialises rendering and the file, and rendering never blocks a capture. One
+// Thread safety: every member function may be called from any thread. One mutex serialises
+// rendering and the file; a capture takes no lock, unless it finds kMaxQueued records waiting
+// and renders them itself (under that mutex, possibly writing the buffer). One
 // thread's records are written in the order it made them; records captured at the same moment
 // by two threads may come out in either order, each with the time it was captured. Records are
 // formatted into reused buffers: no allocation per record once warmed up (a ring slot keeps the

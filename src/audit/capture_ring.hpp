@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace sempi::audit {
 
@@ -37,9 +38,11 @@ class CaptureRing {
   [[nodiscard]] std::size_t capacity() const noexcept { return mask_ + 1; }
 
   /// Producer (any thread): claims a slot, calls fill(T&) on it and publishes it. Returns
-  /// false, without calling fill, if the ring is full.
+  /// false, without calling fill, if the ring is full. fill must not throw: a slot claimed and
+  /// never published would stop the consumer there for good.
   template <class Fill>
   bool try_push(Fill&& fill) {
+    static_assert(std::is_nothrow_invocable_v<Fill&, T&>, "fill must be noexcept");
     std::uint64_t pos = head_.load(std::memory_order_relaxed);
     Slot* slot = nullptr;
     for (;;) {

@@ -235,8 +235,8 @@ TEST(AuditLog, CapturedMessagesKeepCallOrderAcrossEventsAndPartialRenders) {
   EXPECT_EQ(head.hash, prev);
 }
 
-// Rendered records wait in a buffer that grows from 64 KiB as they accumulate, and reach the
-// file when it holds flush_bytes (here 256 KiB: three doublings), when the oldest is max_age
+// Rendered records wait in a buffer that grows from 68 KiB as they accumulate, and reach the
+// file when it holds flush_bytes (here 256 KiB: two doublings), when the oldest is max_age
 // old, or at close; growing keeps every byte and the chain.
 TEST(AuditLog, BufferedRecordsReachTheFileAtFlushBytesOrMaxAge) {
   TempDir dir;

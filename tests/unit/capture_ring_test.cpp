@@ -25,9 +25,9 @@ TEST(CaptureRing, IsFifoAndRefusesWhenFull) {
   CaptureRing<int> ring(4);
   EXPECT_FALSE(ring.maybe_nonempty());
   EXPECT_EQ(ring.front(), nullptr);
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(ring.try_push([i](int& v) { v = i; }));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(ring.try_push([i](int& v) noexcept { v = i; }));
   bool called = false;
-  EXPECT_FALSE(ring.try_push([&](int&) { called = true; }));
+  EXPECT_FALSE(ring.try_push([&](int&) noexcept { called = true; }));
   EXPECT_FALSE(called) << "a full ring must not hand out a slot";
   EXPECT_TRUE(ring.maybe_nonempty());
 
@@ -35,7 +35,7 @@ TEST(CaptureRing, IsFifoAndRefusesWhenFull) {
   ASSERT_NE(oldest, nullptr);
   EXPECT_EQ(*oldest, 0);
   ring.pop();
-  EXPECT_TRUE(ring.try_push([](int& v) { v = 4; }));  // the freed slot, one lap on
+  EXPECT_TRUE(ring.try_push([](int& v) noexcept { v = 4; }));  // the freed slot, one lap on
   for (int expected = 1; expected <= 4; ++expected) {
     const int* next = ring.front();
     ASSERT_NE(next, nullptr);
@@ -51,14 +51,15 @@ TEST(CaptureRing, ReusesElementsInPlace) {
   // allocate once the ring has gone round.
   CaptureRing<std::string> ring(2);
   const std::string long_text(100, 'x');
-  ASSERT_TRUE(ring.try_push([&](std::string& s) { s.assign(long_text); }));
+  ASSERT_TRUE(ring.try_push([&](std::string& s) noexcept { s.assign(long_text); }));
   const std::string* first = ring.front();
   ASSERT_NE(first, nullptr);
   const std::size_t capacity = first->capacity();
   ring.pop();
-  ASSERT_TRUE(ring.try_push([](std::string& s) { s.assign("a"); }));
+  ASSERT_TRUE(ring.try_push([](std::string& s) noexcept { s.assign("a"); }));
   ring.pop();
-  ASSERT_TRUE(ring.try_push([](std::string& s) { s.assign("b"); }));  // back at the first slot
+  // Back at the first slot:
+  ASSERT_TRUE(ring.try_push([](std::string& s) noexcept { s.assign("b"); }));
   const std::string* again = ring.front();
   ASSERT_EQ(again, first);
   EXPECT_EQ(*again, "b");
@@ -80,7 +81,7 @@ TEST(CaptureRing, ManyProducersOneConsumerLoseNothing) {
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&ring, &give_up, p] {
       for (int i = 0; i < kPerProducer && !give_up.load(); ++i) {
-        while (!ring.try_push([&](Item& item) { item = {p, i}; }) && !give_up.load()) {
+        while (!ring.try_push([&](Item& item) noexcept { item = {p, i}; }) && !give_up.load()) {
           std::this_thread::yield();
         }
       }
