@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -16,41 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Bounds on what one verification reads: an audit file is large, but not unbounded input.
-constexpr std::uintmax_t kMaxFileBytes = 4ull << 30;
-
 std::string hash_hex(const std::string& line) { return to_hex(sha256(line)); }
 
-LogFile read_log(const fs::path& path, const std::string& name) {
-  LogFile file;
-  file.name = name;
+LogFile log_file(const fs::path& path, const std::string& name) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return file;
-  file.exists = true;
-  if (fs::file_size(path, ec) > kMaxFileBytes) {
-    throw Error(ErrorClass::config, path.string() + " is larger than 4 GiB");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string content = buffer.str();
-  std::size_t start = 0;
-  std::size_t line = 0;
-  while (start < content.size()) {
-    auto end = content.find('\n', start);
-    if (end == std::string::npos) {
-      file.ends_without_newline = true;
-      end = content.size();
-    }
-    Record r;
-    r.line = ++line;
-    r.text = content.substr(start, end - start);
-    r.json = nlohmann::json::parse(r.text, nullptr, false);
-    if (!r.json.is_object()) r.json = nlohmann::json();
-    file.records.push_back(std::move(r));
-    start = end + 1;
-  }
-  return file;
+  return {name, path, fs::is_regular_file(path, ec)};
 }
 
 bool looks_like_rank_log(const std::string& name) {
@@ -104,129 +75,166 @@ std::string event_field(const Record& r, const char* key) {
 }
 
 struct ChainCheck {
-  ChainHead last;  // of the records as they are
+  ChainHead last;            // of the records as they are
+  std::size_t last_line = 0;  // 0: no records
+  std::int64_t max_seq = -1;  // the highest sequence number of a readable record
   std::size_t records = 0;
 };
 
-// Walks one file's chain and reports each broken place once.
+// Walks one file's chain and reports each broken place once, in line order. One pass over the
+// file; what is kept per record is its sequence number and three flags.
 ChainCheck check_chain(const LogFile& file, const std::string& job, std::optional<int> rank,
                        std::vector<Finding>& out) {
   ChainCheck result;
-  const auto& recs = file.records;
-  result.records = recs.size();
+  const std::size_t first_finding = out.size();
   auto add = [&](std::size_t line, const char* kind, std::string message) {
     out.push_back({file.name, line, kind, std::move(message)});
   };
-  std::set<std::int64_t> present;
-  std::map<std::int64_t, int> seen_count;
-  for (const auto& r : recs) {
-    if (r.parsed()) {
-      present.insert(r.seq());
-      ++seen_count[r.seq()];
-    }
-  }
-  // links[i]: does record i's prev match the hash of record i-1 (or zeros for i == 0)?
-  std::vector<bool> link_ok(recs.size(), true);
-  std::vector<bool> seq_ok(recs.size(), true);
-  std::int64_t expected = 0;
-  for (std::size_t i = 0; i < recs.size(); ++i) {
-    const Record& r = recs[i];
+  struct Link {  // record i is line i + 1
+    std::int64_t seq = -1;
+    bool parsed = false;
+    bool link_ok = true;  // its prev matches the hash of the record before (zeros for the first)
+    bool seq_ok = true;
+  };
+  std::vector<Link> links;
+  std::vector<std::int64_t> seqs;  // of the readable records, sorted below
+  std::string prev_hash = kZeroHash;
+  for_each_record(file, [&](const Record& r) {
+    Link link{r.seq(), r.parsed()};
     if (!r.parsed()) {
-      const bool last = i + 1 == recs.size();
-      add(r.line, last && file.ends_without_newline ? "truncated" : "corrupt",
-          last && file.ends_without_newline
-              ? "the last record is cut off (no newline, not valid JSON)"
-              : "not a JSON record");
-      seq_ok[i] = false;
-      link_ok[i] = false;
-      ++expected;
+      add(r.line, r.cut_off ? "truncated" : "corrupt",
+          r.cut_off ? "the last record is cut off (no newline, not valid JSON)"
+                    : "not a JSON record");
+      link.seq_ok = false;
+      link.link_ok = false;
+    } else {
+      seqs.push_back(link.seq);
+      link.link_ok = str_field(r, "prev") == prev_hash;
+      if (str_field(r, "job") != job && !job.empty()) {
+        add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
+      }
+      if (rank && (str_field(r, "source") != "rank" || int_field(r, "rank") != *rank)) {
+        add(r.line, "foreign", "record does not belong to rank " + std::to_string(*rank));
+      }
+      if (!rank && str_field(r, "source") != "launcher") {
+        add(r.line, "foreign", "record does not come from the launcher");
+      }
+    }
+    prev_hash = hash_hex(r.text);
+    result.last = {link.parsed ? link.seq : -1, prev_hash};
+    result.last_line = r.line;
+    links.push_back(link);
+    return true;
+  });
+  result.records = links.size();
+
+  // Sequence numbers, now that all are known: a gap is a deletion if the numbers it skips are
+  // nowhere in the file, a reordering if they come later.
+  std::sort(seqs.begin(), seqs.end());
+  result.max_seq = seqs.empty() ? -1 : seqs.back();
+  const auto occurrences = [&](std::int64_t seq) {
+    const auto [lo, hi] = std::equal_range(seqs.begin(), seqs.end(), seq);
+    return hi - lo;
+  };
+  std::vector<std::int64_t> distinct = seqs;
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  // Are all of from..to-1 present? Counted, not walked: a forged sequence number may be huge.
+  const auto all_present = [&](std::int64_t from, std::int64_t to) {
+    const auto n = std::lower_bound(distinct.begin(), distinct.end(), to) -
+                   std::lower_bound(distinct.begin(), distinct.end(), from);
+    return n == to - from;
+  };
+  const auto after = [](std::int64_t seq) {  // seq + 1, where a forged seq may be the largest
+    return seq < std::numeric_limits<std::int64_t>::max() ? seq + 1 : seq;
+  };
+  std::int64_t expected = 0;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    Link& link = links[i];
+    const std::size_t line = i + 1;
+    const std::int64_t seq = link.seq;
+    if (!link.parsed || seq == expected) {
+      expected = after(expected);
       continue;
     }
-    const std::int64_t seq = r.seq();
-    const std::string expected_prev = i == 0 ? kZeroHash : hash_hex(recs[i - 1].text);
-    link_ok[i] = str_field(r, "prev") == expected_prev;
-    if (seq != expected) {
-      seq_ok[i] = false;
-      if (seq > expected) {
-        bool all_later = true;
-        for (std::int64_t s = expected; s < seq; ++s) all_later = all_later && present.count(s) != 0;
-        if (all_later) {
-          add(r.line, "reordered",
-              "record seq " + std::to_string(seq) + " where seq " + std::to_string(expected) +
-                  " belongs (records were reordered)");
-        } else {
-          add(r.line, "deleted",
-              seq == expected + 1
-                  ? "record seq " + std::to_string(expected) + " is missing (deleted)"
-                  : "records seq " + std::to_string(expected) + ".." + std::to_string(seq - 1) +
-                        " are missing (deleted)");
-        }
+    link.seq_ok = false;
+    if (seq > expected) {
+      if (all_present(expected, seq)) {
+        add(line, "reordered",
+            "record seq " + std::to_string(seq) + " where seq " + std::to_string(expected) +
+                " belongs (records were reordered)");
       } else {
-        add(r.line, "reordered",
-            "record seq " + std::to_string(seq) + " after seq " + std::to_string(expected - 1) +
-                (seen_count[seq] > 1 ? " (a duplicated record)" : " (records were reordered)"));
+        add(line, "deleted",
+            seq == expected + 1
+                ? "record seq " + std::to_string(expected) + " is missing (deleted)"
+                : "records seq " + std::to_string(expected) + ".." + std::to_string(seq - 1) +
+                      " are missing (deleted)");
       }
-      expected = std::max(expected, seq + 1);
     } else {
-      ++expected;
+      add(line, "reordered",
+          "record seq " + std::to_string(seq) + " after seq " + std::to_string(expected - 1) +
+              (occurrences(seq) > 1 ? " (a duplicated record)" : " (records were reordered)"));
     }
-    if (str_field(r, "job") != job && !job.empty()) {
-      add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
-    }
-    if (rank && (str_field(r, "source") != "rank" || int_field(r, "rank") != *rank)) {
-      add(r.line, "foreign", "record does not belong to rank " + std::to_string(*rank));
-    }
-    if (!rank && str_field(r, "source") != "launcher") {
-      add(r.line, "foreign", "record does not come from the launcher");
-    }
+    expected = std::max(expected, after(seq));
   }
+
   // A changed record breaks the link to its successor; a changed "prev" breaks its own link
   // too. Two broken links in a row: the record between them was edited; one alone: the record
   // before it was edited. Sequence problems are already reported.
-  for (std::size_t i = 0; i < recs.size(); ++i) {
-    if (link_ok[i] || !seq_ok[i] || !recs[i].parsed()) continue;
-    if (i > 0 && (!recs[i - 1].parsed() || !seq_ok[i - 1])) continue;  // already explained
-    if (i + 1 < recs.size() && !link_ok[i + 1] && seq_ok[i + 1]) {
-      add(recs[i].line, "edited", "record seq " + std::to_string(recs[i].seq()) +
-                                      " was modified (its chain links do not match)");
-      link_ok[i + 1] = true;  // explained
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    if (links[i].link_ok || !links[i].seq_ok || !links[i].parsed) continue;
+    if (i > 0 && (!links[i - 1].parsed || !links[i - 1].seq_ok)) continue;  // already explained
+    if (i + 1 < links.size() && !links[i + 1].link_ok && links[i + 1].seq_ok) {
+      add(i + 1, "edited", "record seq " + std::to_string(links[i].seq) +
+                               " was modified (its chain links do not match)");
+      links[i + 1].link_ok = true;  // explained
     } else if (i > 0) {
-      add(recs[i - 1].line, "edited",
-          "record seq " + std::to_string(recs[i - 1].seq()) +
+      add(i, "edited",
+          "record seq " + std::to_string(links[i - 1].seq) +
               " was modified (its hash does not match the next record's prev)");
     } else {
-      add(recs[i].line, "edited", "the first record's prev is not zero (modified)");
+      add(1, "edited", "the first record's prev is not zero (modified)");
     }
   }
-  if (!recs.empty()) {
-    result.last = {recs.back().parsed() ? recs.back().seq() : -1, hash_hex(recs.back().text)};
-  }
+  std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first_finding), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.line < b.line; });
   return result;
 }
 
 void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq,
                   const std::string& hash, std::vector<Finding>& out) {
   if (chain.last.seq == seq && chain.last.hash == hash) return;
-  std::int64_t last_valid = -1;
-  for (const auto& r : file.records) {
-    if (r.parsed()) last_valid = std::max(last_valid, r.seq());
-  }
-  if (last_valid < seq) {
+  if (chain.max_seq < seq) {
     out.push_back({file.name, 0, "truncated",
-                   "ends at seq " + std::to_string(last_valid) + " but the seal records seq " +
+                   "ends at seq " + std::to_string(chain.max_seq) + " but the seal records seq " +
                        std::to_string(seq) + " (records at the end were removed)"});
   } else if (chain.last.seq > seq) {
     out.push_back({file.name, 0, "appended",
                    "records after the sealed head seq " + std::to_string(seq) +
                        " (added after the seal)"});
   } else {
-    out.push_back({file.name, file.records.empty() ? 0 : file.records.back().line, "edited",
+    out.push_back({file.name, chain.last_line, "edited",
                    "the last record (seq " + std::to_string(seq) +
                        ") does not match the sealed hash (modified)"});
   }
 }
 
 }  // namespace
+
+void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit) {
+  if (!file.exists) return;
+  std::ifstream in(file.path, std::ios::binary);
+  if (!in) throw Error(ErrorClass::io, "cannot read " + file.path.string());
+  Record r;  // reused: its buffers keep their capacity from line to line
+  std::size_t line = 0;
+  while (std::getline(in, r.text)) {
+    r.line = ++line;
+    r.cut_off = in.eof();  // getline stopped at the end of the file, not at a newline
+    r.json = nlohmann::json::parse(r.text, nullptr, false);
+    if (!r.json.is_object()) r.json = nlohmann::json();
+    if (!visit(r)) return;
+  }
+  if (in.bad()) throw Error(ErrorClass::io, "cannot read " + file.path.string());
+}
 
 std::int64_t Record::seq() const {
   if (!parsed()) return -1;
@@ -257,25 +265,24 @@ AuditDir load_audit_dir(const fs::path& dir) {
   }
   AuditDir result;
   result.dir = dir;
-  result.launcher = read_log(dir / kLauncherFile, kLauncherFile);
+  result.launcher = log_file(dir / kLauncherFile, kLauncherFile);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (const auto rank = rank_of_file_name(name)) {
-      result.ranks[*rank] = read_log(entry.path(), name);
+      result.ranks[*rank] = log_file(entry.path(), name);
     } else if (looks_like_rank_log(name)) {
       result.strays.push_back(name);
     }
   }
-  // Ranks the launcher knew of but whose files are gone are still part of the job.
-  if (!result.launcher.records.empty()) {
-    const auto ranks = get<int>(result.launcher.records.front().sempi("ranks"));
-    for (int r = 0; ranks && r < *ranks && r < (1 << 20); ++r) {
-      if (!result.ranks.count(r)) {
-        LogFile missing;
-        missing.name = rank_file_name(r);
-        result.ranks[r] = missing;
-      }
-    }
+  // Ranks the launcher knew of (its first record) but whose files are gone are still part of
+  // the job.
+  std::optional<int> ranks;
+  for_each_record(result.launcher, [&](const Record& first) {
+    ranks = get<int>(first.sempi("ranks"));
+    return false;
+  });
+  for (int r = 0; ranks && r < *ranks && r < (1 << 20); ++r) {
+    if (!result.ranks.count(r)) result.ranks[r] = {rank_file_name(r), dir / rank_file_name(r), false};
   }
   return result;
 }
@@ -292,10 +299,23 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
+  // From the launcher log: its first record (job.start), its last (the seal) and the hash of
+  // the one before the last (the head the seal names for the launcher).
+  std::optional<Record> first;
+  std::optional<Record> last;
+  std::string hash_before_last = kZeroHash;
+  std::string hash_of_last = kZeroHash;
+  for_each_record(launcher, [&](const Record& r) {
+    if (!first) first = r;
+    last = r;
+    hash_before_last = std::move(hash_of_last);
+    hash_of_last = hash_hex(r.text);
+    return true;
+  });
   std::string job;
   std::string key;
-  if (!launcher.records.empty() && launcher.records.front().parsed()) {
-    const Record& header = launcher.records.front();
+  if (first && first->parsed()) {
+    const Record& header = *first;
     job = str_field(header, "job");
     if (const auto* k = header.sempi("audit_key"); k != nullptr && k->is_object()) {
       key = get<std::string>(k->contains("public_key") ? &(*k)["public_key"] : nullptr).value_or("");
@@ -312,10 +332,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   result.records += launcher_chain.records;
 
   // The seal: the launcher log's last record.
-  const Record* seal_record = nullptr;
-  if (!launcher.records.empty() && launcher.records.back().action() == "audit.seal") {
-    seal_record = &launcher.records.back();
-  }
+  const Record* seal_record = last && last->action() == "audit.seal" ? &*last : nullptr;
   std::map<int, std::tuple<std::int64_t, std::string, std::string>> heads;  // seq, hash, source
   if (seal_record == nullptr) {
     out.push_back({kLauncherFile, 0, "unsealed",
@@ -332,10 +349,8 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       result.sealed = true;
       // The seal names the launcher head just before itself.
       const auto& l = (*seal)["launcher"];
-      const std::size_t n = launcher.records.size();
-      const std::string before = n >= 2 ? hash_hex(launcher.records[n - 2].text) : kZeroHash;
       if (!l.is_object() || get<std::int64_t>(&l["seq"]).value_or(-2) != seal_record->seq() - 1 ||
-          get<std::string>(&l["hash"]).value_or("") != before) {
+          get<std::string>(&l["hash"]).value_or("") != hash_before_last) {
         out.push_back({kLauncherFile, 0, "edited",
                        "the launcher log before the seal does not match the sealed head"});
       }
@@ -359,14 +374,14 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& [r, h] : heads) ranks.insert(r);
   for (const int r : ranks) {
     const auto it = dir.ranks.find(r);
-    const LogFile empty{rank_file_name(r), false, false, {}};
+    const LogFile empty{rank_file_name(r), dir.dir / rank_file_name(r), false};
     const LogFile& file = it != dir.ranks.end() ? it->second : empty;
     const auto head = heads.find(r);
     if (!file.exists) {
       if (result.sealed && (head == heads.end() || std::get<2>(head->second) != "none")) {
         out.push_back({file.name, 0, "missing", "the log of rank " + std::to_string(r) +
                                                     " is missing (deleted)"});
-      } else if (!result.sealed && head == heads.end() && !dir.launcher.records.empty()) {
+      } else if (!result.sealed && head == heads.end() && first) {
         out.push_back({file.name, 0, "missing",
                        "the log of rank " + std::to_string(r) + " is missing"});
       }
@@ -400,8 +415,8 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
   std::string job;
   std::string policy_note;
   auto scan = [&](const LogFile& file) {
-    for (const auto& r : file.records) {
-      if (!r.parsed()) continue;
+    for_each_record(file, [&](const Record& r) {
+      if (!r.parsed()) return true;
       const std::string action = r.action();
       const int rank = static_cast<int>(int_field(r, "rank"));
       if (action == "message.send" || action == "message.receive") {
@@ -418,7 +433,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
           ++cell.received;
           cell.received_bytes += bytes;
         }
-        continue;
+        return true;
       }
       if (action == "job.start") {
         job = str_field(r, "job");
@@ -444,7 +459,8 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         if (r.sempi("bytes") != nullptr) e["bytes"] = int_field(r, "bytes");
         events.push_back(std::move(e));
       }
-    }
+      return true;
+    });
   };
   scan(dir.launcher);
   for (const auto& [r, f] : dir.ranks) scan(f);
@@ -521,14 +537,14 @@ ReconcileResult reconcile(const AuditDir& dir) {
   std::map<Key, Msg> denials;
   ReconcileResult result;
   for (const auto& [rank, file] : dir.ranks) {
-    for (const auto& r : file.records) {
-      if (!r.parsed()) continue;
+    for_each_record(file, [&, rank = rank, &file = file](const Record& r) {
+      if (!r.parsed()) return true;
       const std::string action = r.action();
       const bool send = action == "message.send";
       const bool recv = action == "message.receive";
       const bool deny = action == "policy.deny" && str_field(r, "direction") == "receive" &&
                         r.sempi("dry_run") == nullptr;
-      if (!send && !recv && !deny) continue;
+      if (!send && !recv && !deny) return true;
       result.message_records = true;
       const int peer = static_cast<int>(int_field(r, "peer"));
       const std::int64_t id = int_field(r, "msg");
@@ -537,7 +553,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
       if (send) sends[{rank, peer, id}] = std::move(m);
       if (recv) receives[{peer, rank, id}] = std::move(m);
       if (deny) denials[{peer, rank, id}] = std::move(m);
-    }
+      return true;
+    });
   }
   auto describe = [](const Key& k, const Msg& m) {
     return "rank " + std::to_string(std::get<0>(k)) + " -> rank " + std::to_string(std::get<1>(k)) +

@@ -4,9 +4,15 @@
 //
 // Input is untrusted (that is the point of verifying it): every line is parsed defensively and
 // a malformed one is a finding, never a crash.
+//
+// Files are read as streams, a record at a time: a job's logs can be far larger than memory
+// (a rank auditing every message writes ~100 MB/s while it exchanges small messages). What is
+// kept per record is a few bytes for the chain check, and for reconcile a small entry per
+// message.
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +28,7 @@ struct Record {
   std::size_t line = 0;  // 1-based
   std::string text;      // the line without its newline
   nlohmann::json json;   // discarded if the line is not a JSON object
+  bool cut_off = false;  // the file's last line, with no newline after it
   [[nodiscard]] bool parsed() const { return json.is_object(); }
   /// event.sequence, or -1.
   [[nodiscard]] std::int64_t seq() const;
@@ -31,10 +38,14 @@ struct Record {
 
 struct LogFile {
   std::string name;  // file name inside the directory
+  std::filesystem::path path;
   bool exists = false;
-  bool ends_without_newline = false;  // the last line was cut off
-  std::vector<Record> records;
 };
+
+/// Reads the file's records in order, one at a time, and passes each to `visit`, which returns
+/// false to stop early. Nothing is read if the file does not exist. Throws sempi::Error(io) if
+/// it cannot be read.
+void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit);
 
 struct AuditDir {
   std::filesystem::path dir;

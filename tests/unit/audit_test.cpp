@@ -391,6 +391,13 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
       {"truncate-bytes", [&](const fs::path& d) {
          fs::resize_file(rank0(d), fs::file_size(rank0(d)) - 20);
        }, "rank-0.jsonl:12:truncated"},
+      // A forged sequence number, the largest there is: found, without walking the numbers it
+      // skips or overflowing.
+      {"forged-seq", [&](const fs::path& d) {
+         auto l = lines_of(rank0(d));
+         l[4].replace(l[4].find("\"sequence\":4"), 12, "\"sequence\":9223372036854775807");
+         write_lines(rank0(d), l);
+       }, "rank-0.jsonl:5:deleted"},
       {"append", [&](const fs::path& d) {
          auto l = lines_of(rank0(d));
          l.push_back(l.back());
