@@ -1,6 +1,7 @@
 #include "audit/audit_reader.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -220,20 +221,50 @@ void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq
 
 }  // namespace
 
-void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit) {
+void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit,
+                     std::size_t max_line_bytes) {
   if (!file.exists) return;
   std::ifstream in(file.path, std::ios::binary);
   if (!in) throw Error(ErrorClass::io, "cannot read " + file.path.string());
+  std::vector<char> chunk(64 * 1024);
+  std::size_t pos = 0;
+  std::size_t end = 0;
   Record r;  // reused: its buffers keep their capacity from line to line
   std::size_t line = 0;
-  while (std::getline(in, r.text)) {
+  for (;;) {
+    r.text.clear();
+    bool any = false;      // bytes or a newline: there is a line
+    bool newline = false;
+    bool oversized = false;
+    while (!newline) {
+      if (pos == end) {
+        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        if (in.bad()) throw Error(ErrorClass::io, "cannot read " + file.path.string());
+        pos = 0;
+        end = static_cast<std::size_t>(in.gcount());
+        if (end == 0) break;  // end of the file
+      }
+      const char* start = chunk.data() + pos;
+      const auto* nl = static_cast<const char*>(std::memchr(start, '\n', end - pos));
+      const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - start) : end - pos;
+      // Past the limit, the rest of the line is skipped: its first bytes stand for it.
+      const std::size_t keep = std::min(take, max_line_bytes - r.text.size());
+      r.text.append(start, keep);
+      oversized = oversized || keep < take;
+      pos += take;
+      any = any || take > 0 || nl != nullptr;
+      if (nl != nullptr) {
+        newline = true;
+        ++pos;
+      }
+    }
+    if (!any) return;
     r.line = ++line;
-    r.cut_off = in.eof();  // getline stopped at the end of the file, not at a newline
-    r.json = nlohmann::json::parse(r.text, nullptr, false);
+    r.cut_off = !newline;  // the file ends inside this line
+    r.json = oversized ? nlohmann::json() : nlohmann::json::parse(r.text, nullptr, false);
     if (!r.json.is_object()) r.json = nlohmann::json();
     if (!visit(r)) return;
   }
-  if (in.bad()) throw Error(ErrorClass::io, "cannot read " + file.path.string());
 }
 
 std::int64_t Record::seq() const {

@@ -42,10 +42,15 @@ struct LogFile {
   bool exists = false;
 };
 
+/// The longest line read whole. sempi's longest record is the seal, ~120 MB for 2^20 ranks.
+inline constexpr std::size_t kMaxRecordBytes = 256u << 20;
+
 /// Reads the file's records in order, one at a time, and passes each to `visit`, which returns
-/// false to stop early. Nothing is read if the file does not exist. Throws sempi::Error(io) if
-/// it cannot be read.
-void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit);
+/// false to stop early. Nothing is read if the file does not exist. A line longer than
+/// max_line_bytes is passed as its first max_line_bytes, unparsed (a corrupt record): hostile
+/// input cannot make the reader hold more. Throws sempi::Error(io) if the file cannot be read.
+void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit,
+                     std::size_t max_line_bytes = kMaxRecordBytes);
 
 struct AuditDir {
   std::filesystem::path dir;

@@ -334,6 +334,44 @@ TEST(AuditLog, ConcurrentCaptureAndRenderLoseNothing) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next_tag[static_cast<std::size_t>(t)], kPerThread);
 }
 
+// Logs are read a record at a time: lines across the reader's 64 KiB chunks arrive whole, an
+// overlong line is cut at the limit and reading goes on after it, and a last line without a
+// newline is marked cut off.
+TEST(AuditReader, ReadsLinesAcrossChunksAndCutsOverlongOnes) {
+  TempDir dir;
+  const fs::path path = dir.path() / "rank-0.jsonl";
+  const std::string big = R"({"s":")" + std::string(200 * 1024, 'x') + R"("})";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << R"({"a":1})" << "\n" << std::string(5000, 'y') << "\n" << big << "\n\n" << R"({"c":3)";
+  }
+  const LogFile file{"rank-0.jsonl", path, true};
+  std::vector<Record> seen;
+  for_each_record(file, [&](const Record& r) {
+    seen.push_back(r);
+    return true;
+  }, 4096);
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_TRUE(seen[0].parsed());
+  EXPECT_FALSE(seen[1].parsed());
+  EXPECT_EQ(seen[1].text, std::string(4096, 'y'));
+  EXPECT_FALSE(seen[2].parsed()) << "longer than the limit given";
+  EXPECT_TRUE(seen[3].text.empty());
+  EXPECT_EQ(seen[4].text, R"({"c":3)");
+  EXPECT_TRUE(seen[4].cut_off);
+  EXPECT_FALSE(seen[3].cut_off);
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].line, i + 1);
+
+  seen.clear();
+  for_each_record(file, [&](const Record& r) {
+    seen.push_back(r);
+    return r.line < 3;  // stops early
+  });
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_TRUE(seen[2].parsed()) << "a 200 KiB line spans four chunks";
+  EXPECT_EQ(seen[2].text, big);
+}
+
 TEST(AuditSeal, SignsAndRejectsForgeries) {
   const auto key = SealKey::generate();
   const std::string sig = key.sign("message");
