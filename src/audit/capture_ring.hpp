@@ -64,19 +64,20 @@ class CaptureRing {
   /// Consumer (one thread at a time, e.g. under a lock): the oldest published element, or
   /// null if there is none yet.
   [[nodiscard]] T* front() noexcept {
-    Slot& slot = slots_[tail_ & mask_];
-    return slot.seq.load(std::memory_order_acquire) == tail_ + 1 ? &slot.value : nullptr;
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    Slot& slot = slots_[tail & mask_];
+    return slot.seq.load(std::memory_order_acquire) == tail + 1 ? &slot.value : nullptr;
   }
   /// Consumer: gives front()'s slot back to the producers.
   void pop() noexcept {
-    slots_[tail_ & mask_].seq.store(tail_ + mask_ + 1, std::memory_order_release);
-    ++tail_;
-    consumed_.store(tail_, std::memory_order_relaxed);
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    slots_[tail & mask_].seq.store(tail + mask_ + 1, std::memory_order_release);
+    tail_.store(tail + 1, std::memory_order_relaxed);
   }
 
   /// True if something was claimed and not yet consumed (a hint, from any thread).
   [[nodiscard]] bool maybe_nonempty() const noexcept {
-    return head_.load(std::memory_order_relaxed) != consumed_.load(std::memory_order_relaxed);
+    return head_.load(std::memory_order_relaxed) != tail_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -84,14 +85,14 @@ class CaptureRing {
     std::atomic<std::uint64_t> seq{0};
     T value{};
   };
-  // Producers write head_, the consumer writes consumed_: kept on separate cache lines.
+  // Producers write head_, the consumer writes tail_ (atomic only so that maybe_nonempty() may
+  // read it from any thread): kept on separate cache lines.
   static constexpr std::size_t kLine = 64;
 
   const std::size_t mask_;
   std::unique_ptr<Slot[]> slots_;
   alignas(kLine) std::atomic<std::uint64_t> head_{0};  // next position to claim
-  alignas(kLine) std::uint64_t tail_ = 0;              // next position to consume
-  std::atomic<std::uint64_t> consumed_{0};             // tail_, readable by anyone
+  alignas(kLine) std::atomic<std::uint64_t> tail_{0};  // next position to consume
 };
 
 }  // namespace sempi::audit
