@@ -76,10 +76,10 @@ std::string event_field(const Record& r, const char* key) {
 }
 
 struct ChainCheck {
-  ChainHead last;            // of the records as they are
-  std::size_t last_line = 0;  // 0: no records
-  std::int64_t max_seq = -1;  // the highest sequence number of a readable record
-  std::size_t records = 0;
+  ChainHead last;                            // of the records as they are
+  std::string hash_before_last = kZeroHash;  // of the record before the last one
+  std::int64_t max_seq = -1;                 // the highest sequence number of a readable record
+  std::size_t records = 0;                   // also the last record's line
 };
 
 // Walks one file's chain and reports each broken place once, in line order. One pass over the
@@ -99,7 +99,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   };
   std::vector<Link> links;
   std::vector<std::int64_t> seqs;  // of the readable records, sorted below
-  std::string prev_hash = kZeroHash;
+  std::string prev_hash = kZeroHash;  // of the record before the one read
   for_each_record(file, [&](const Record& r) {
     Link link{r.seq(), r.parsed()};
     if (!r.parsed()) {
@@ -121,13 +121,13 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
         add(r.line, "foreign", "record does not come from the launcher");
       }
     }
+    result.hash_before_last.swap(prev_hash);
     prev_hash = hash_hex(r.text);
-    result.last = {link.parsed ? link.seq : -1, prev_hash};
-    result.last_line = r.line;
     links.push_back(link);
     return true;
   });
   result.records = links.size();
+  if (!links.empty()) result.last = {links.back().parsed ? links.back().seq : -1, prev_hash};
 
   // Sequence numbers, now that all are known: a gap is a deletion if the numbers it skips are
   // nowhere in the file, a reordering if they come later.
@@ -213,7 +213,7 @@ void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq
                    "records after the sealed head seq " + std::to_string(seq) +
                        " (added after the seal)"});
   } else {
-    out.push_back({file.name, chain.last_line, "edited",
+    out.push_back({file.name, chain.records, "edited",
                    "the last record (seq " + std::to_string(seq) +
                        ") does not match the sealed hash (modified)"});
   }
@@ -313,7 +313,8 @@ AuditDir load_audit_dir(const fs::path& dir) {
     return false;
   });
   for (int r = 0; ranks && r < *ranks && r < (1 << 20); ++r) {
-    if (!result.ranks.count(r)) result.ranks[r] = {rank_file_name(r), dir / rank_file_name(r), false};
+    const std::string name = rank_file_name(r);
+    if (!result.ranks.count(r)) result.ranks[r] = log_file(dir / name, name);
   }
   return result;
 }
@@ -330,17 +331,12 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
-  // From the launcher log: its first record (job.start), its last (the seal) and the hash of
-  // the one before the last (the head the seal names for the launcher).
+  // From the launcher log: its first record (job.start) and its last (the seal).
   std::optional<Record> first;
   std::optional<Record> last;
-  std::string hash_before_last = kZeroHash;
-  std::string hash_of_last = kZeroHash;
   for_each_record(launcher, [&](const Record& r) {
     if (!first) first = r;
     last = r;
-    hash_before_last = std::move(hash_of_last);
-    hash_of_last = hash_hex(r.text);
     return true;
   });
   std::string job;
@@ -381,7 +377,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       // The seal names the launcher head just before itself.
       const auto& l = (*seal)["launcher"];
       if (!l.is_object() || get<std::int64_t>(&l["seq"]).value_or(-2) != seal_record->seq() - 1 ||
-          get<std::string>(&l["hash"]).value_or("") != hash_before_last) {
+          get<std::string>(&l["hash"]).value_or("") != launcher_chain.hash_before_last) {
         out.push_back({kLauncherFile, 0, "edited",
                        "the launcher log before the seal does not match the sealed head"});
       }
