@@ -61,11 +61,11 @@ std::shared_ptr<RequestState> new_receive(const std::shared_ptr<const CommState>
   return request;
 }
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+std::int64_t to_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
+
+std::int64_t now_ns() { return to_ns(std::chrono::steady_clock::now()); }
 
 }  // namespace
 
@@ -712,8 +712,7 @@ void Engine::wait_until(Done&& done, int peer_hint) {
   }
   // The background thread needs this only to a few milliseconds: the last round's reading does,
   // where reading the clock again would add ~25 ns to every completed wait.
-  last_activity_ns_ =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(last_clock.time_since_epoch()).count();
+  last_activity_ns_ = to_ns(last_clock);
   if (--active_waiters_ > 0) notify_waiters();  // the token is free for the next waiter
 }
 
