@@ -899,6 +899,7 @@ void Engine::background_loop() {
     if (const auto now = std::chrono::steady_clock::now(); now >= next_host_check) {
       next_host_check = now + 1s;
       fail_unacknowledging_peers();
+      payloads_->trim();  // gives back the buffers of a burst of unexpected messages once past
     }
     if (active_waiters_.load() > 0 || now_ns() - last_activity_ns_.load() < kQuietNs) continue;
     if (!progress_token_.try_lock()) continue;

@@ -1,5 +1,6 @@
 #include "core/payload_pool.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <new>
 
@@ -36,23 +37,32 @@ Payload PayloadPool::take(std::size_t bytes) {
   if (capacity < kMinPooled || capacity > kMaxPooled) {
     return Payload(new std::uint8_t[bytes == 0 ? 1 : bytes], PayloadReturn{});
   }
-  {
-    std::lock_guard lock(mu_);
-    const std::size_t k = size_class(capacity);
-    if (k < free_.size() && !free_[k].empty()) {
-      std::uint8_t* data = free_[k].back();
-      free_[k].pop_back();
-      kept_ -= capacity;
-      return Payload(data, PayloadReturn{shared_from_this(), capacity});
-    }
+  std::unique_lock lock(mu_);
+  const std::size_t k = size_class(capacity);
+  std::uint8_t* data = nullptr;
+  if (k < free_.size() && !free_[k].empty()) {
+    data = free_[k].back();
+    free_[k].pop_back();
+    kept_ -= capacity;
+  } else {
+    lock.unlock();  // the heap has its own locks
+    data = new std::uint8_t[capacity];
+    lock.lock();
   }
-  return Payload(new std::uint8_t[capacity], PayloadReturn{shared_from_this(), capacity});
+  in_use_ += capacity;
+  peak_ = std::max(peak_, in_use_);
+  return Payload(data, PayloadReturn{shared_from_this(), capacity});
+}
+
+std::size_t PayloadPool::limit() const noexcept {
+  return std::max({kKeptFloor, peak_, previous_peak_});
 }
 
 void PayloadPool::give_back(std::uint8_t* data, std::size_t capacity) noexcept {
   {
     std::lock_guard lock(mu_);
-    if (kept_ + capacity <= kKeptBytes) {
+    in_use_ -= capacity;
+    if (in_use_ + kept_ + capacity <= limit()) {
       const std::size_t k = size_class(capacity);
       try {
         if (free_.size() <= k) free_.resize(k + 1);
@@ -70,6 +80,22 @@ void PayloadPool::give_back(std::uint8_t* data, std::size_t capacity) noexcept {
 std::size_t PayloadPool::kept_bytes() const {
   std::lock_guard lock(mu_);
   return kept_;
+}
+
+void PayloadPool::trim() noexcept {
+  std::lock_guard lock(mu_);
+  previous_peak_ = peak_;
+  peak_ = in_use_;
+  // Largest buffers first: fewest frees for the bytes. Under the lock, but once a second at
+  // most, and freeing cannot fail.
+  for (std::size_t k = free_.size(); k-- > 0 && in_use_ + kept_ > limit();) {
+    auto& buffers = free_[k];
+    while (!buffers.empty() && in_use_ + kept_ > limit()) {
+      delete[] buffers.back();
+      buffers.pop_back();
+      kept_ -= kMinPooled << k;
+    }
+  }
 }
 
 }  // namespace sempi::detail

@@ -11,9 +11,18 @@
 //
 // Payloads from kMinPooled to kMaxPooled bytes take a buffer of the next power of two, so a
 // buffer is at most twice its payload; capacity_for() says how much, and the engine counts that
-// against the peer's unexpected budget. Freed buffers stay in the pool up to kKeptBytes in all;
-// beyond that they go back to the heap. Other payloads use the heap directly: glibc keeps
-// small blocks in its bins and maps large ones on their own.
+// against the peer's unexpected budget. Other payloads use the heap directly: glibc keeps small
+// blocks in its bins and maps large ones on their own.
+//
+// How much stays pooled: as much as was recently in use. A returned buffer is kept while the
+// pool's buffers (in use and free) stay within the most that was in use at once since the
+// last trim() or during the period before it, and at least kKeptFloor. A fixed cap of 1 MiB
+// was too small for a burst: an eager flood (a 2-rank bcast loop of 64 KiB messages, whose
+// receiver queues dozens of them) freed and refaulted its buffers on every round, and took
+// 200-250 us a message instead of ~30. Keeping the recent peak costs no extra peak memory, since
+// that much was in use anyway. trim() (the engine's background thread, every second) starts a
+// new period and gives back what neither the period that ended nor the new one has needed: a
+// burst's buffers go 1-2 s after it.
 //
 // Thread safety: take() and the return of a buffer may run on any thread. A buffer holds a
 // reference to its pool, so it may outlive the engine that took it (an MPI_Message, say).
@@ -40,7 +49,7 @@ class PayloadPool : public std::enable_shared_from_this<PayloadPool> {
  public:
   static constexpr std::size_t kMinPooled = 4 * 1024;
   static constexpr std::size_t kMaxPooled = 1024 * 1024;
-  static constexpr std::size_t kKeptBytes = 1024 * 1024;
+  static constexpr std::size_t kKeptFloor = 1024 * 1024;
 
   static std::shared_ptr<PayloadPool> create() {
     return std::shared_ptr<PayloadPool>(new PayloadPool());
@@ -58,15 +67,24 @@ class PayloadPool : public std::enable_shared_from_this<PayloadPool> {
   /// Bytes held by free buffers.
   [[nodiscard]] std::size_t kept_bytes() const;
 
+  /// Starts a new period, and frees the free buffers beyond what the period that ended needed
+  /// at most (and kKeptFloor).
+  void trim() noexcept;
+
  private:
   friend struct PayloadReturn;
   PayloadPool() = default;
   void give_back(std::uint8_t* data, std::size_t capacity) noexcept;
+  // The most the pool's buffers may hold in all, in use and free (under mu_).
+  [[nodiscard]] std::size_t limit() const noexcept;
 
   mutable std::mutex mu_;
   // Free buffers by size class: free_[k] holds buffers of kMinPooled << k bytes.
   std::vector<std::vector<std::uint8_t*>> free_;
-  std::size_t kept_ = 0;
+  std::size_t kept_ = 0;           // bytes in free_
+  std::size_t in_use_ = 0;         // bytes of pooled buffers handed out and not returned
+  std::size_t peak_ = 0;           // the most in_use_ since the last trim()
+  std::size_t previous_peak_ = 0;  // the most in_use_ in the period before that
 };
 
 }  // namespace sempi::detail

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -46,12 +47,47 @@ TEST(PayloadPool, SmallAndLargePayloadsAreNotKept) {
   EXPECT_EQ(pool->kept_bytes(), 0u);
 }
 
-TEST(PayloadPool, KeepsAtMostKeptBytes) {
+TEST(PayloadPool, KeepsABurstForTheNextOneAndTrimsItAfterAPeriodThatDidNotNeedIt) {
+  constexpr std::size_t kBuffer = 64 * 1024;
+  constexpr int kBurst = 40;  // 2.5 MiB: more than kKeptFloor
+  static_assert(kBurst * kBuffer > PayloadPool::kKeptFloor);
   auto pool = PayloadPool::create();
   std::vector<Payload> held;
-  for (int i = 0; i < 40; ++i) held.push_back(pool->take(64 * 1024));
+  std::set<std::uint8_t*> first;
+  for (int i = 0; i < kBurst; ++i) {
+    held.push_back(pool->take(kBuffer));
+    first.insert(held.back().get());
+  }
   held.clear();
-  EXPECT_EQ(pool->kept_bytes(), PayloadPool::kKeptBytes);
+  EXPECT_EQ(pool->kept_bytes(), kBurst * kBuffer);  // the whole burst, not just kKeptFloor
+
+  // The next burst of the same size takes no new memory.
+  for (int i = 0; i < kBurst; ++i) {
+    held.push_back(pool->take(kBuffer));
+    EXPECT_TRUE(first.count(held.back().get()) == 1) << "buffer " << i << " is new";
+  }
+  EXPECT_EQ(pool->kept_bytes(), 0u);
+  held.clear();
+
+  pool->trim();  // the period that ends needed the burst: kept
+  EXPECT_EQ(pool->kept_bytes(), kBurst * kBuffer);
+  pool->trim();  // a whole period needed nothing: back to the floor
+  EXPECT_EQ(pool->kept_bytes(), PayloadPool::kKeptFloor);
+}
+
+TEST(PayloadPool, BuffersInUseAndFreeTogetherStayWithinTheRecentPeak) {
+  constexpr std::size_t kBuffer = 64 * 1024;
+  constexpr int kHeld = 32;  // 2 MiB
+  auto pool = PayloadPool::create();
+  std::vector<Payload> held;
+  for (int i = 0; i < kHeld; ++i) held.push_back(pool->take(kBuffer));
+  held.resize(kHeld / 2);  // 1 MiB returned and kept, 1 MiB still in use
+  EXPECT_EQ(pool->kept_bytes(), kHeld / 2 * kBuffer);
+  pool->trim();
+  pool->trim();  // the recent peak is now the 1 MiB in use: the free 1 MiB is beyond it
+  EXPECT_EQ(pool->kept_bytes(), 0u);
+  held.clear();  // what was in use may stay, as free buffers
+  EXPECT_EQ(pool->kept_bytes(), kHeld / 2 * kBuffer);
 }
 
 TEST(PayloadPool, ABufferMayOutliveThePoolHandle) {
@@ -75,7 +111,7 @@ TEST(PayloadPool, ThreadsTakeAndReturnConcurrently) {
   std::thread b(work, std::uint8_t{2});
   a.join();
   b.join();
-  EXPECT_LE(pool->kept_bytes(), PayloadPool::kKeptBytes);
+  EXPECT_LE(pool->kept_bytes(), PayloadPool::kKeptFloor);  // two buffers at most were in use
 }
 
 }  // namespace
