@@ -10,6 +10,7 @@
 
 #include <openssl/err.h>
 
+#include "common/hex.hpp"
 #include "sempi/error.hpp"
 #include "transport/socket_bio.hpp"
 
@@ -233,7 +234,7 @@ std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd so
     if (!peek_first_byte(socket.get(), deadline, first, error)) return nullptr;
   }
   if (first != kTlsHandshakeRecord) {
-    error = {errc::not_tls, "first byte 0x" + std::to_string(first) + " is not a TLS handshake"};
+    error = {errc::not_tls, "first byte 0x" + to_hex({&first, 1}) + " is not a TLS handshake"};
     return nullptr;
   }
   pki::OsslErrorScope scope;
