@@ -16,7 +16,9 @@ packages=(build-essential cmake ninja-build pkg-config libssl-dev openssl libasi
 # The test suite also runs tests/mpi under Open MPI, to prove those programs test standard MPI
 # behaviour and not sempi's own (the cross-check skips where Open MPI is absent).
 if [ "$mode" = test ]; then
-  packages+=(openmpi-bin libopenmpi-dev)
+  # Open MPI runs the MPI test programs against the reference; the scanners check a rank's
+  # listener from outside (tests/security/tls_scan_test.sh).
+  packages+=(openmpi-bin libopenmpi-dev sslscan nmap)
 fi
 
 install_missing() {
