@@ -1,6 +1,7 @@
 #include "core/payload_pool.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <new>
 
@@ -83,18 +84,27 @@ std::size_t PayloadPool::kept_bytes() const {
 }
 
 void PayloadPool::trim() noexcept {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   previous_peak_ = peak_;
   peak_ = in_use_;
-  // Largest buffers first: fewest frees for the bytes. Under the lock, but once a second at
-  // most, and freeing cannot fail.
-  for (std::size_t k = free_.size(); k-- > 0 && in_use_ + kept_ > limit();) {
-    auto& buffers = free_[k];
-    while (!buffers.empty() && in_use_ + kept_ > limit()) {
-      delete[] buffers.back();
-      buffers.pop_back();
-      kept_ -= kMinPooled << k;
+  // Largest buffers first: fewest frees for the bytes. Freed outside the lock, a batch at a
+  // time (a 1 MiB buffer is its own mapping: each free is an munmap), so that the rank's
+  // take() and returns do not wait behind a trim after a large burst.
+  for (;;) {
+    std::array<std::uint8_t*, 32> batch{};
+    std::size_t count = 0;
+    for (std::size_t k = free_.size(); k-- > 0 && count < batch.size();) {
+      auto& buffers = free_[k];
+      while (!buffers.empty() && count < batch.size() && in_use_ + kept_ > limit()) {
+        batch[count++] = buffers.back();
+        buffers.pop_back();
+        kept_ -= kMinPooled << k;
+      }
     }
+    if (count == 0) return;
+    lock.unlock();
+    for (std::size_t i = 0; i < count; ++i) delete[] batch[i];
+    lock.lock();
   }
 }
 

@@ -15,14 +15,19 @@
 // blocks in its bins and maps large ones on their own.
 //
 // How much stays pooled: as much as was recently in use. A returned buffer is kept while the
-// pool's buffers (in use and free) stay within the most that was in use at once since the
-// last trim() or during the period before it, and at least kKeptFloor. A fixed cap of 1 MiB
-// was too small for a burst: an eager flood (a 2-rank bcast loop of 64 KiB messages, whose
-// receiver queues dozens of them) freed and refaulted its buffers on every round, and took
-// 200-250 us a message instead of ~30. Keeping the recent peak costs no extra peak memory, since
-// that much was in use anyway. trim() (the engine's background thread, every second) starts a
-// new period and gives back what neither the period that ended nor the new one has needed: a
-// burst's buffers go 1-2 s after it.
+// pool's buffers (in use and free) stay within the recent peak: the most that was in use at
+// once since the last trim() or during the period before it, and at least kKeptFloor. A fixed
+// cap of 1 MiB was too small for a burst: an eager flood (a 2-rank bcast loop of 64 KiB
+// messages, whose receiver queues dozens of them) freed and refaulted its buffers on every
+// round, and took 200-250 us a message instead of ~30. trim() (the engine's background thread,
+// every second) starts a new period and gives back what neither the period that ended nor the
+// new one has needed: a burst's buffers go 1-2 s after it.
+//
+// The bound, exactly: free buffers never exceed the recent peak. A take() of a size class with
+// no free buffer allocates even while other classes hold free ones, so for those 1-2 s the
+// pool may hold what is in use plus up to the recent peak, twice the peak at most (a burst of
+// one size, then one of another). Releasing other classes there instead would refault them
+// whenever sizes alternate.
 //
 // Thread safety: take() and the return of a buffer may run on any thread. A buffer holds a
 // reference to its pool, so it may outlive the engine that took it (an MPI_Message, say).

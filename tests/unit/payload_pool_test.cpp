@@ -90,6 +90,25 @@ TEST(PayloadPool, BuffersInUseAndFreeTogetherStayWithinTheRecentPeak) {
   EXPECT_EQ(pool->kept_bytes(), kHeld / 2 * kBuffer);
 }
 
+TEST(PayloadPool, FreeBuffersOfAnotherSizeStayWithinTheRecentPeakToo) {
+  constexpr std::size_t kLarge = 64 * 1024;
+  constexpr std::size_t kSmall = 8 * 1024;
+  constexpr int kLargeBurst = 48;  // 3 MiB
+  auto pool = PayloadPool::create();
+  std::vector<Payload> held;
+  for (int i = 0; i < kLargeBurst; ++i) held.push_back(pool->take(kLarge));
+  held.clear();
+  ASSERT_EQ(pool->kept_bytes(), kLargeBurst * kLarge);
+  // A burst of another size class, as large: its buffers are new (there is no free one of its
+  // class), and what it returns is kept only within the peak, beside the large ones.
+  for (std::size_t i = 0; i < kLargeBurst * kLarge / kSmall; ++i) held.push_back(pool->take(kSmall));
+  held.clear();
+  EXPECT_EQ(pool->kept_bytes(), kLargeBurst * kLarge);  // free buffers never exceed the peak
+  pool->trim();
+  pool->trim();
+  EXPECT_EQ(pool->kept_bytes(), PayloadPool::kKeptFloor);
+}
+
 TEST(PayloadPool, ABufferMayOutliveThePoolHandle) {
   auto pool = PayloadPool::create();
   Payload p = pool->take(8192);
@@ -111,7 +130,8 @@ TEST(PayloadPool, ThreadsTakeAndReturnConcurrently) {
   std::thread b(work, std::uint8_t{2});
   a.join();
   b.join();
-  EXPECT_LE(pool->kept_bytes(), PayloadPool::kKeptFloor);  // two buffers at most were in use
+  // Two threads each held one buffer at a time: the peak is two buffers, below the floor.
+  EXPECT_LE(pool->kept_bytes(), PayloadPool::kKeptFloor);
 }
 
 }  // namespace
