@@ -20,10 +20,17 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sempi-tls-scan.XXXXXX")
 target_pid=""
 cleanup() {
+  local status=$?
   if [[ -n $target_pid ]]; then kill "$target_pid" 2>/dev/null || true; fi
+  if [[ $status -ne 0 && -s $WORK/target.err ]]; then
+    echo "--- the scan target's log (last lines):" >&2
+    tail -20 "$WORK/target.err" >&2
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# A target that died mid-scan must show as a failure with its log, not as a silent SIGPIPE.
+trap '' PIPE
 
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
@@ -35,7 +42,7 @@ mkfifo "$WORK/to_target" "$WORK/from_target"
 "$TARGET_BIN" "$WORK" <"$WORK/to_target" >"$WORK/from_target" 2>"$WORK/target.err" &
 target_pid=$!
 exec 3>"$WORK/to_target" 4<"$WORK/from_target"
-if ! read -r -t 60 word endpoint <&4 || [[ $word != endpoint ]]; then
+if ! read -r -t 30 word endpoint <&4 || [[ $word != endpoint ]]; then
   echo "FAIL: the scan target did not start: $(cat "$WORK/target.err")" >&2
   exit 1
 fi
@@ -61,7 +68,7 @@ else
   fail "openssl s_client -tls1_2: $(tail -5 "$WORK/s_client_tls1_2.txt")"
 fi
 
-timeout 120 sslscan --no-colour "$endpoint" >"$WORK/sslscan.txt" 2>&1 || true
+timeout 90 sslscan --no-colour "$endpoint" >"$WORK/sslscan.txt" 2>&1 || true
 for version in SSLv2 SSLv3 TLSv1.0 TLSv1.1 TLSv1.2; do
   if grep -Eq "^$version +disabled" "$WORK/sslscan.txt"; then
     pass "sslscan: $version disabled"
@@ -77,9 +84,16 @@ fi
 if grep -E '^(Preferred|Accepted) ' "$WORK/sslscan.txt" | grep -vq 'TLSv1.3'; then
   fail "sslscan: a cipher accepted outside TLS 1.3: $(grep -E '^(Preferred|Accepted) ' "$WORK/sslscan.txt")"
 elif grep -Eq '^(Preferred|Accepted) +TLSv1.3' "$WORK/sslscan.txt"; then
-  pass "sslscan: every accepted cipher is TLS 1.3: $(grep -Eo 'TLS_[A-Z0-9_]+' "$WORK/sslscan.txt" | sort -u | tr '\n' ' ')"
+  pass "sslscan: every accepted cipher is TLS 1.3"
 else
   fail "sslscan: no accepted cipher listed"
+fi
+# The suites: exactly those SECURITY.md names ("TLS configuration").
+suites=$(grep -E '^(Preferred|Accepted) ' "$WORK/sslscan.txt" | grep -Eo 'TLS_[A-Z0-9_]+' | sort -u | tr '\n' ' ' || true)
+if [[ $suites == "TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256 " ]]; then
+  pass "sslscan: suites $suites"
+else
+  fail "sslscan: suites '$suites', expected AES-128-GCM, AES-256-GCM and ChaCha20-Poly1305"
 fi
 # Key exchange groups: X25519 and P-256 only (SECURITY.md, "TLS configuration").
 groups=$(grep -E '^TLSv1.3 +[0-9]+ bits +' "$WORK/sslscan.txt" | sed -E 's/^TLSv1.3 +[0-9]+ bits +//' || true)
@@ -91,7 +105,7 @@ else
   pass "sslscan: groups $(tr '\n' ' ' <<<"$groups")"
 fi
 
-timeout 180 nmap -Pn -n -sT -p "$port" --script ssl-enum-ciphers -oN "$WORK/nmap.txt" "$host" \
+timeout 120 nmap -Pn -n -sT -p "$port" --script ssl-enum-ciphers -oN "$WORK/nmap.txt" "$host" \
   >/dev/null 2>&1 || true
 if grep -q 'TLSv1.3:' "$WORK/nmap.txt"; then
   pass "nmap ssl-enum-ciphers: TLSv1.3"
@@ -105,11 +119,19 @@ else
 fi
 
 # The scan is over: the genuine rank 1 must still get in.
-echo done >&3
+echo done >&3 || true
 exec 3>&-
 refused=""
 connected=no
-while read -r -t 120 line <&4; do
+while true; do
+  read_status=0
+  read -r -t 90 line <&4 || read_status=$?
+  if [[ $read_status -gt 128 ]]; then  # silent for 90 s: not waiting any longer
+    fail "the scan target said nothing for 90 s after the scan"
+    kill "$target_pid" 2>/dev/null || true
+    break
+  fi
+  [[ $read_status -eq 0 ]] || break  # end of its output
   echo "target: $line"
   case $line in
     "refused "*) refused=${line#refused } ;;
@@ -125,7 +147,8 @@ else
   fail "the genuine rank did not connect after the scan (exit $status): $(tail -5 "$WORK/target.err")"
 fi
 echo "the listener's log, refusals by reason:"
-grep 'refused a connection' "$WORK/target.err" | sed -E 's/^.*refused a connection: //' | sort | uniq -c | sort -rn | head -8
+{ grep 'refused a connection' "$WORK/target.err" || true; } | sed -E 's/^.*refused a connection: //' |
+  sort | uniq -c | sort -rn
 # Every scanner connection ended in a refusal the acceptor reported (an audit record in a job).
 if [[ -n $refused && $refused -ge 10 ]]; then
   pass "the listener refused $refused connections"
