@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/higher_rank_acceptor.hpp"
+#include "support/accepting_rank0.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_job.hpp"
 
@@ -22,27 +23,6 @@ using transport::Channel;
 using transport::ChannelError;
 
 constexpr std::uint32_t kRanks = 4;
-
-// Rank 0 accepting the higher ranks on `listener` until `deadline`, on a thread of its own,
-// counting the connections it refuses.
-struct AcceptingRank0 {
-  AcceptingRank0(const TestJob& job, transport::Listener& listener, transport::Deadline deadline)
-      : accepted(kRanks) {
-    acceptor.my_rank = 0;
-    acceptor.expected = kRanks - 1;
-    acceptor.may_talk = [](int) { return true; };
-    acceptor.audit = [this](const char* action, bool, int, const std::string&, const char*) {
-      if (std::string_view(action) == "connection.refuse") ++refused;
-    };
-    result = std::async(std::launch::async, [this, &listener, deadline, local = job.endpoint(0)] {
-      return acceptor.run(listener, local, deadline, accepted);
-    });
-  }
-  std::vector<std::unique_ptr<Channel>> accepted;
-  std::atomic<int> refused{0};
-  detail::HigherRankAcceptor acceptor;
-  std::future<std::string> result;  // empty: every rank connected
-};
 
 // Ranks 1.. dial at once, each with `dial(rank, error)`; their channels (null where it failed).
 template <class Dial>

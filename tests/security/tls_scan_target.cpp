@@ -9,14 +9,13 @@
 
 #include <cstdio>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <string>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "core/higher_rank_acceptor.hpp"
+#include "support/accepting_rank0.hpp"
 #include "support/test_job.hpp"
 
 int main(int argc, char** argv) {
@@ -39,21 +38,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<std::unique_ptr<transport::Channel>> accepted(2);
-  std::atomic<int> refused{0};
-  detail::HigherRankAcceptor acceptor;
-  acceptor.my_rank = 0;
-  acceptor.expected = 1;
-  acceptor.may_talk = [](int) { return true; };
-  acceptor.audit = [&refused](const char* action, bool, int, const std::string&, const char*) {
-    if (std::string_view(action) == "connection.refuse") ++refused;
-  };
-  // Longer than the test's own time limit, so that a slow scan on a loaded machine is never
-  // mistaken for a listener that stopped admitting ranks.
-  auto result = std::async(std::launch::async, [&] {
-    return acceptor.run(listener, job.endpoint(0), test::deadline_in(std::chrono::minutes(10)),
-                        accepted);
-  });
+  // The acceptor's deadline is longer than the test's own time limit, so that a slow scan on
+  // a loaded machine is never mistaken for a listener that stopped admitting ranks.
+  test::AcceptingRank0 rank0(job, listener, test::deadline_in(std::chrono::minutes(10)));
 
   std::printf("endpoint %s\n", transport::format_endpoint(listener.endpoint()).c_str());
   std::fflush(stdout);
@@ -64,10 +51,10 @@ int main(int argc, char** argv) {
   const auto rank1 = transport::Channel::connect(job.endpoint(1), listener.endpoint(), 0,
                                                  test::long_deadline(), error);
   if (rank1 == nullptr) listener.shutdown();  // the acceptor would wait out its deadline
-  const std::string failure = result.get();
-  std::printf("refused %d\n", refused.load());
-  const bool connected = rank1 != nullptr && failure.empty() && accepted[1] != nullptr &&
-                         accepted[1]->peer().rank == 1;
+  const std::string failure = rank0.result.get();
+  std::printf("refused %d\n", rank0.refused.load());
+  const bool connected = rank1 != nullptr && failure.empty() && rank0.accepted[1] != nullptr &&
+                         rank0.accepted[1]->peer().rank == 1;
   if (!connected) {
     std::printf("rank 1 did not connect: %s %s\n", error.message().c_str(), failure.c_str());
     return 1;
