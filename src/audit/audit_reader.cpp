@@ -98,7 +98,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     bool seq_ok = true;
   };
   std::vector<Link> links;
-  std::vector<std::int64_t> seqs;  // of the readable records, sorted below
+  std::vector<std::int64_t> seqs;  // of the readable records (sorted and made distinct below)
   std::string prev_hash = kZeroHash;  // of the record before the one read
   for_each_record(file, [&](const Record& r) {
     Link link{r.seq(), r.parsed()};
@@ -131,18 +131,21 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
 
   // Sequence numbers, now that all are known: a gap is a deletion if the numbers it skips are
   // nowhere in the file, a reordering if they come later.
+  // Sorted and made distinct in place; the numbers that occurred more than once (only in a
+  // tampered log) are kept apart, sorted too.
   std::sort(seqs.begin(), seqs.end());
   result.max_seq = seqs.empty() ? -1 : seqs.back();
-  const auto occurrences = [&](std::int64_t seq) {
-    const auto [lo, hi] = std::equal_range(seqs.begin(), seqs.end(), seq);
-    return hi - lo;
-  };
-  std::vector<std::int64_t> distinct = seqs;
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<std::int64_t> duplicated;
+  for (std::size_t i = 1; i < seqs.size(); ++i) {
+    if (seqs[i] == seqs[i - 1] && (duplicated.empty() || duplicated.back() != seqs[i])) {
+      duplicated.push_back(seqs[i]);
+    }
+  }
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
   // Are all of from..to-1 present? Counted, not walked: a forged sequence number may be huge.
   const auto all_present = [&](std::int64_t from, std::int64_t to) {
-    const auto n = std::lower_bound(distinct.begin(), distinct.end(), to) -
-                   std::lower_bound(distinct.begin(), distinct.end(), from);
+    const auto n = std::lower_bound(seqs.begin(), seqs.end(), to) -
+                   std::lower_bound(seqs.begin(), seqs.end(), from);
     return n == to - from;
   };
   const auto after = [](std::int64_t seq) {  // seq + 1, where a forged seq may be the largest
@@ -173,7 +176,9 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     } else {
       add(line, "reordered",
           "record seq " + std::to_string(seq) + " after seq " + std::to_string(expected - 1) +
-              (occurrences(seq) > 1 ? " (a duplicated record)" : " (records were reordered)"));
+              (std::binary_search(duplicated.begin(), duplicated.end(), seq)
+                   ? " (a duplicated record)"
+                   : " (records were reordered)"));
     }
     expected = std::max(expected, after(seq));
   }
