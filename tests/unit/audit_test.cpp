@@ -479,6 +479,34 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
 }
 
 // Log records are untrusted text: printed, they must not reach the terminal as control codes.
+// A record whose sequence number comes again: a copy says so, a record moved down does not.
+TEST(AuditVerify, TellsADuplicatedRecordFromAMovedOne) {
+  const auto message_at = [](const fs::path& dir, std::size_t line) {
+    for (const auto& f : verify(load_audit_dir(dir), std::nullopt).findings) {
+      if (f.file == "rank-0.jsonl" && f.line == line && f.kind == "reordered") return f.message;
+    }
+    return std::string("no reordered finding at line ") + std::to_string(line);
+  };
+  {
+    TempDir dir;
+    make_sealed_job(dir.path());
+    auto l = lines_of(dir.path() / "rank-0.jsonl");
+    l.insert(l.begin() + 6, l[5]);  // line 7 repeats line 6 (seq 5)
+    write_lines(dir.path() / "rank-0.jsonl", l);
+    EXPECT_EQ(message_at(dir.path(), 7), "record seq 5 after seq 5 (a duplicated record)");
+  }
+  {
+    TempDir dir;
+    make_sealed_job(dir.path());
+    auto l = lines_of(dir.path() / "rank-0.jsonl");
+    const std::string moved = l[2];  // seq 2, moved to after seq 6
+    l.erase(l.begin() + 2);
+    l.insert(l.begin() + 6, moved);
+    write_lines(dir.path() / "rank-0.jsonl", l);
+    EXPECT_EQ(message_at(dir.path(), 7), "record seq 2 after seq 6 (records were reordered)");
+  }
+}
+
 TEST(AuditPrintable, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable("plain text, ünïcode"), "plain text, ünïcode");
   EXPECT_EQ(printable("\x1b[2Jcleared\nforged line\r\x7f"),
