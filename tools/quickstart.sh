@@ -37,8 +37,9 @@ install_missing() {
 # build/ is a Release build (-O3), as deployed and benchmarked. The sanitizer build below is
 # -O1 -g1: -O1 is what the sanitizers are meant for, and with line tables only (-g1, enough
 # for file:line in reports) it compiles in half the time of -O2 -g; GCC's UBSan
-# instrumentation at -O2 made that build the largest part of the whole test run. Both builds
-# keep libstdc++'s assertions (SEMPI_HARDENING, on by default).
+# instrumentation at -O2 made that build the largest part of the whole test run. Without
+# NDEBUG, deliberately: the assertions of header-only dependencies (nlohmann/json's) run too.
+# Both builds keep libstdc++'s assertions (SEMPI_HARDENING, on by default).
 build() {  # build DIR [extra cmake args]
   local dir="$1"; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
