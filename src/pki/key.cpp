@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 
 #include "pki/detail.hpp"
+#include "pki/secure_heap.hpp"
 
 namespace sempi::pki {
 
@@ -27,6 +28,7 @@ KeyType parse_key_type(std::string_view name) {
 }
 
 PrivateKey PrivateKey::generate(KeyType type) {
+  ensure_secure_heap();  // before the key exists, so that it is born there
   OsslErrorScope scope;
   const char* algorithm = type == KeyType::ed25519 ? "ED25519" : "EC";
   EvpPkeyCtxPtr ctx{EVP_PKEY_CTX_new_from_name(nullptr, algorithm, nullptr)};
@@ -43,6 +45,7 @@ PrivateKey PrivateKey::generate(KeyType type) {
 }
 
 PrivateKey PrivateKey::from_pem(std::string_view pem) {
+  ensure_secure_heap();
   BioPtr bio = detail::read_bio(pem);
   OsslErrorScope scope;
   EvpPkeyPtr key{PEM_read_bio_PrivateKey(bio.get(), nullptr, detail::refuse_password, nullptr)};

@@ -1,6 +1,7 @@
 #pragma once
-// Private keys, generated in memory. A key reaches disk only through an explicit to_pem() call
-// by a caller that asked for it (e.g. `sempi pki ca --out`).
+// Private keys, generated in memory, in OpenSSL's secure heap (pki/secure_heap.hpp). A key
+// reaches disk only through an explicit to_pem() call by a caller that asked for it (e.g.
+// `sempi pki ca --out`).
 
 #include <string>
 #include <string_view>

@@ -134,6 +134,18 @@ TEST(PointToPointProgress, SpinningWaiterStillServesOtherPeers) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
+// Each rank's private key is in OpenSSL's secure heap; with SEMPI_SECURE_HEAP=0 it is not,
+// which shows that the rank's check can fail.
+TEST(KeyProtection, RanksKeepTheirPrivateKeyInTheSecureHeap) {
+  auto job = run(2, "keyheap", {}, 120s);
+  EXPECT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("rank 0: secure heap set up"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("rank 1: secure heap set up"), std::string::npos) << job.output;
+  auto off = run(2, "keyheap", {"-x", "SEMPI_SECURE_HEAP=0"}, 120s);
+  EXPECT_NE(off.exit_code, 0) << off.output;
+  EXPECT_NE(off.output.find("secure heap missing"), std::string::npos) << off.output;
+}
+
 TEST(Examples, RingAndPiRunOnFourRanks) {
   auto ring = run_job({SEMPIRUN_PATH, "-n", "4", RING_PATH}, 120s);
   EXPECT_EQ(ring.exit_code, 0) << ring.output;

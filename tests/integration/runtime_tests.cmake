@@ -1,6 +1,7 @@
 # Rank programs and the real-job tests that run them under sempirun.
 add_executable(p2p_check programs/p2p_check.cpp)
-target_link_libraries(p2p_check PRIVATE sempi::sempi Threads::Threads sempi_project_options)
+target_link_libraries(p2p_check PRIVATE sempi::sempi OpenSSL::Crypto Threads::Threads
+                      sempi_project_options)
 target_include_directories(p2p_check PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 
 sempi_test(runtime_test SOURCES runtime_test.cpp TIMEOUT 900)

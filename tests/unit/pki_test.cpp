@@ -2,15 +2,21 @@
 // OpenSSL directly, so each negative case states exactly what is wrong with it.
 
 #include <gtest/gtest.h>
+#include <openssl/crypto.h>
 #include <openssl/pem.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +30,7 @@
 #include "pki/key.hpp"
 #include "pki/ossl.hpp"
 #include "pki/pem_files.hpp"
+#include "pki/secure_heap.hpp"
 
 namespace sempi::pki {
 namespace {
@@ -268,6 +275,91 @@ TEST(PrivateKey, FromPemRejectsGarbageAndForeignKeys) {
     EXPECT_EQ(e.error_class(), ErrorClass::config);
     EXPECT_NE(std::string(e.what()).find("RSA"), std::string::npos) << e.what();
   }
+}
+
+// --- the secure heap -----------------------------------------------------------------------
+
+// One mapping of this process, from /proc/self/smaps.
+struct Mapping {
+  std::uintptr_t start = 0;
+  std::uintptr_t end = 0;
+  std::string permissions;       // "rw-p", "---p", ...
+  std::set<std::string> flags;   // VmFlags: "rd", "wr", "lo" (locked), "dd" (not dumped), ...
+};
+
+std::vector<Mapping> own_mappings() {
+  std::vector<Mapping> mappings;
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  while (std::getline(smaps, line)) {
+    if (line.rfind("VmFlags:", 0) == 0) {
+      if (mappings.empty()) continue;
+      std::istringstream words(line.substr(8));
+      for (std::string flag; words >> flag;) mappings.back().flags.insert(flag);
+      continue;
+    }
+    // A mapping's first line: "start-end perms offset dev inode [path]", addresses in hex.
+    const auto dash = line.find('-');
+    const auto space = line.find(' ');
+    if (dash == std::string::npos || space == std::string::npos || dash > space) continue;
+    if (!std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(dash),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+      continue;  // a "Name: value" line
+    }
+    Mapping m;
+    m.start = std::stoull(line.substr(0, dash), nullptr, 16);
+    m.end = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
+    m.permissions = line.substr(space + 1, 4);
+    mappings.push_back(std::move(m));
+  }
+  return mappings;
+}
+
+bool usable(SecureHeap state) {
+  return state == SecureHeap::locked || state == SecureHeap::unprotected;
+}
+
+TEST(SecureHeap, KeysAreGeneratedAndLoadedIntoIt) {
+  ASSERT_TRUE(usable(ensure_secure_heap())) << secure_heap_name(ensure_secure_heap());
+  for (const KeyType type : {KeyType::ecdsa_p256, KeyType::ed25519}) {
+    const std::size_t before = CRYPTO_secure_used();
+    const PrivateKey key = PrivateKey::generate(type);
+    const std::size_t generated = CRYPTO_secure_used();
+    EXPECT_GE(generated, before + 32) << key_type_name(type) << ": the key is not in the heap";
+    const PrivateKey loaded = PrivateKey::from_pem(key.to_pem());
+    EXPECT_GE(CRYPTO_secure_used(), generated + 32)
+        << key_type_name(type) << ": a key loaded from PEM is not in the heap";
+  }
+}
+
+TEST(SecureHeap, IsFencedByGuardPagesAndLeftOutOfCoreDumps) {
+  const SecureHeap state = ensure_secure_heap();
+  ASSERT_TRUE(usable(state)) << secure_heap_name(state);
+  EXPECT_EQ(ensure_secure_heap(), state);  // set up once
+  void* block = OPENSSL_secure_malloc(32);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(CRYPTO_secure_allocated(block), 1);
+  const auto address = reinterpret_cast<std::uintptr_t>(block);
+  const std::vector<Mapping> mappings = own_mappings();
+  OPENSSL_secure_free(block);
+
+  const auto heap = std::find_if(mappings.begin(), mappings.end(), [&](const Mapping& m) {
+    return m.start <= address && address < m.end;
+  });
+  ASSERT_NE(heap, mappings.end()) << "no mapping holds the secure block";
+  EXPECT_EQ(heap->end - heap->start, kSecureHeapBytes);
+  EXPECT_EQ(heap->permissions, "rw-p");
+  EXPECT_TRUE(heap->flags.count("dd") == 1) << "the heap would be written into core dumps";
+  if (state == SecureHeap::locked) {
+    EXPECT_TRUE(heap->flags.count("lo") == 1) << "the heap could be swapped out";
+  }
+  // An inaccessible page on either side: a run off the end of a neighbouring buffer faults.
+  ASSERT_NE(heap, mappings.begin());
+  ASSERT_NE(std::next(heap), mappings.end());
+  EXPECT_EQ(std::prev(heap)->end, heap->start);
+  EXPECT_EQ(std::prev(heap)->permissions, "---p");
+  EXPECT_EQ(std::next(heap)->start, heap->end);
+  EXPECT_EQ(std::next(heap)->permissions, "---p");
 }
 
 TEST(Ossl, ErrorsCarryTheQueueText) {
