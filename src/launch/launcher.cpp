@@ -33,6 +33,7 @@
 #include "pki/job_ca.hpp"
 #include "pki/job_id.hpp"
 #include "pki/pem_files.hpp"
+#include "pki/secure_heap.hpp"
 #include "policy/policy.hpp"
 #include "sempi/error.hpp"
 
@@ -272,6 +273,8 @@ class Launcher::Job {
     check_fd_budget();
     SignalPipe signals;
 
+    // Before the first random bytes: OpenSSL then keeps its generators' state there too.
+    pki::ensure_secure_heap();
     const auto job = pki::JobId::random();
     socket_dir_.emplace();
     if (!socket_dir_->failure().empty()) {

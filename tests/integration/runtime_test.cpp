@@ -134,8 +134,8 @@ TEST(PointToPointProgress, SpinningWaiterStillServesOtherPeers) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
-// Each rank's private key is in OpenSSL's secure heap; with SEMPI_SECURE_HEAP=0 it is not,
-// which shows that the rank's check can fail.
+// Each rank runs with OpenSSL's secure heap set up (pki_test checks that keys land in it); with
+// SEMPI_SECURE_HEAP=0 it does not, which shows that the rank's check can fail.
 TEST(KeyProtection, RanksKeepTheirPrivateKeyInTheSecureHeap) {
   auto job = run(2, "keyheap", {}, 120s);
   EXPECT_EQ(job.exit_code, 0) << job.output;

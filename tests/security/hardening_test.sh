@@ -3,7 +3,8 @@
 # checksec reports), so a change to the build that drops a flag fails here.
 #
 # Usage: hardening_test.sh fortify|no-fortify FILE...
-#   no-fortify: sanitizer builds, which leave _FORTIFY_SOURCE out (CMakeLists.txt).
+#   no-fortify: Debug, sanitizer and fuzzing builds, which leave _FORTIFY_SOURCE out
+#   (CMakeLists.txt).
 # Exit 77 (skipped) without readelf.
 set -uo pipefail
 
