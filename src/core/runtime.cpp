@@ -10,7 +10,6 @@
 #include <numeric>
 #include <thread>
 
-#include "pki/secure_heap.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::detail {
@@ -58,8 +57,6 @@ constexpr std::uint32_t kSelfContext = 2;
 }  // namespace
 
 Runtime::Runtime() {
-  // Before the rank draws random bytes or makes its key (pki/secure_heap.hpp).
-  if (launched_by_sempirun()) pki::ensure_secure_heap();
   const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300, kMaxSeconds));
   job_ = launched_by_sempirun() ? join_job(std::chrono::steady_clock::now() + start_timeout)
                                 : singleton_job();

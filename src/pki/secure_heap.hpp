@@ -10,8 +10,10 @@
 // in handshakes, in OpenSSL and in sempi's record layer, stay on the ordinary heap (wiped when
 // they are dropped), as do OpenSSL's short-lived scratch numbers during an operation.
 //
-// sempirun and each rank set it up before they draw their first random bytes; otherwise
-// PrivateKey::generate() and from_pem() do, on first use (`sempi pki`). It is process-wide and
+// It must exist before the process's first random bytes, for the generators to live there too.
+// PrivateKey::generate() and from_pem() set it up on first use, which in a rank (its key, at
+// the start of join_job()) and in `sempi pki` comes first; sempirun draws the job id before
+// its first key, so it sets the heap up itself. It is process-wide and
 // has a fixed size; while it exists OpenSSL takes secure allocations only from it (no fallback
 // to malloc when full: the operation fails). A key takes 32-64 bytes there, and each thread
 // that draws random bytes 512 (its generators, freed when it exits): about 600 bytes a
