@@ -478,7 +478,6 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
   }
 }
 
-// Log records are untrusted text: printed, they must not reach the terminal as control codes.
 // A record whose sequence number comes again: a copy says so, a record moved down does not.
 TEST(AuditVerify, TellsADuplicatedRecordFromAMovedOne) {
   const auto message_at = [](const fs::path& dir, std::size_t line) {
@@ -507,6 +506,7 @@ TEST(AuditVerify, TellsADuplicatedRecordFromAMovedOne) {
   }
 }
 
+// Log records are untrusted text: printed, they must not reach the terminal as control codes.
 TEST(AuditPrintable, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable("plain text, ünïcode"), "plain text, ünïcode");
   EXPECT_EQ(printable("\x1b[2Jcleared\nforged line\r\x7f"),
