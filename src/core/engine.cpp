@@ -184,10 +184,13 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
       std::max<std::int64_t>(0, static_cast<std::int64_t>(peer.unexpected_bytes_) + delta));
   if (!peer.channel_) return;
   const auto limit = peer.channel_->local_limits().max_unexpected_bytes;
-  if (!peer.paused_ && peer.unexpected_bytes_ >= limit) {
-    // Backpressure: stop reading this peer; TCP flow control then stalls its sender.
+  // Paused only as the queue grows, resumed at half the limit or below: so that a limit of 0
+  // (one message at a time) still resumes once the queue is empty.
+  if (!peer.paused_ && delta > 0 && peer.unexpected_bytes_ >= limit) {
+    // Backpressure: stop reading this peer (its current read round ends after this frame);
+    // TCP flow control, or the full shared ring, then stalls its sender.
     peer.paused_ = true;
-  } else if (peer.paused_ && peer.unexpected_bytes_ < limit / 2) {
+  } else if (peer.paused_ && peer.unexpected_bytes_ <= limit / 2) {
     peer.paused_ = false;
     kick();  // the poller must watch this channel again
   }
@@ -490,7 +493,8 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
                              comm->world_source(source), tag, buf, capacity);
   std::lock_guard lock(mu_);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (matches(*request, it->context, it->source, it->tag)) {
+    // Undecided messages wait for their communicator here: none can match (a backstop).
+    if (!it->undecided && matches(*request, it->context, it->source, it->tag)) {
       Unexpected message = std::move(*it);
       unexpected_.erase(it);
       deliver_unexpected_to(message, request);
@@ -545,7 +549,8 @@ bool Engine::cancel(RequestState& request) {
 std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t context,
                                                                  int source_world, int tag) {
   return std::find_if(unexpected_.begin(), unexpected_.end(), [&](const Unexpected& m) {
-    return m.context == context && (source_world == ANY_SOURCE || m.source == source_world) &&
+    return !m.undecided && m.context == context &&
+           (source_world == ANY_SOURCE || m.source == source_world) &&
            (tag == ANY_TAG || m.tag == tag);
   });
 }
@@ -754,9 +759,13 @@ bool Engine::test(const RequestState& request) {
 void Engine::read_peer(Peer& peer) {
   if (auto ec = peer.channel_->read_available(peer, kFramesPerRound); ec) {
     std::string reason = peer.channel_ ? peer.channel_->failure().message() : ec.message();
+    // After a GOODBYE only a close ends the channel honestly: a violation, or bytes the
+    // channel refuses (a forged record, a broken frame or ring), are failures all the same.
     if (!peer.violation_.empty()) {
       reason = peer.violation_reason();
-      peer.said_goodbye_ = false;  // a violation is a failure even after a GOODBYE
+      peer.said_goodbye_ = false;
+    } else if (ec != errc::connection_closed) {
+      peer.said_goodbye_ = false;
     }
     fail_peer(peer, reason);
   }
@@ -1401,6 +1410,13 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         inflight_admit_ = e.admit(*this, header);
         if (cut_off()) return errc::frame_unexpected;
         if (inflight_admit_ != Admit::deny) begin_eager(header);
+      } else if (inflight_admit_ == Admit::pending) {
+        // Its communicator did not exist here when the header came, but the payload took more
+        // than one read, and registration meanwhile decided only the queued messages, not this
+        // one: decide it now, or it would be delivered unchecked.
+        inflight_admit_ = e.admit(*this, header);
+        if (inflight_admit_ == Admit::deny || cut_off()) inflight_unexpected_.reset();
+        if (cut_off()) return errc::frame_unexpected;
       }
       if (inflight_admit_ == Admit::deny) {
         inflight_admit_ = Admit::allow;

@@ -263,6 +263,8 @@ class Engine {
     std::span<std::uint8_t> payload_buffer(const transport::FrameHeader& header) override;
     std::error_code on_frame(const transport::FrameHeader& header,
                              std::span<std::uint8_t> payload) override;
+    // Not while paused: the unexpected budget is then overshot by one frame at most.
+    [[nodiscard]] bool wants_more() const override { return !paused_; }
     // True if this frame may not come from this peer now (violation_ says why): a forged
     // source, anything but DENY and ABORT after its GOODBYE, a negative point-to-point tag;
     // also (with no violation) anything once the peer failed during this read round.

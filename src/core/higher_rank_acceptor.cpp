@@ -83,6 +83,12 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     std::lock_guard lock(mu);
     self->finished = true;
     self->watch.reset();
+    if (channel && self->dropped != nullptr) {
+      // Dropped between proving its identity and getting here: its socket is shut down, so
+      // the rank is free again for a connection that works.
+      connected[static_cast<std::size_t>(channel->peer().rank)] = false;
+      channel.reset();
+    }
     if (!channel) {
       // A refused peer is not fatal: the genuine rank may still connect.
       refuse(self->dropped != nullptr       ? std::string(self->dropped)

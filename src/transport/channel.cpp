@@ -624,6 +624,7 @@ std::error_code Channel::read_available(FrameSink& sink, std::size_t max_frames)
         ec) {
       return fail(ec, std::string("frame ") + frame_type_name(in_frame_.type) + " rejected");
     }
+    if (!sink.wants_more()) break;
     // Nothing buffered in TLS: another read would most likely only return EAGAIN, a system
     // call on the latency path. The caller's next poll (or direct read) picks up what follows.
     if (!has_buffered_input()) break;

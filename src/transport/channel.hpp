@@ -80,6 +80,9 @@ class FrameSink {
   /// A complete frame. Returning an error fails the channel (e.g. errc::frame_unexpected).
   virtual std::error_code on_frame(const FrameHeader& header,
                                    std::span<std::uint8_t> payload) = 0;
+  /// Checked after each frame: false ends the read round there (backpressure), even with
+  /// more frames already decrypted.
+  [[nodiscard]] virtual bool wants_more() const { return true; }
 };
 
 /// Called once per queued frame: with {} when fully handed to TLS, or with the channel's error.

@@ -88,6 +88,28 @@ class EngineUnderAttack {
     ASSERT_TRUE(peer_.client.write(bytes));
   }
 
+  /// A frame whose header and payload travel in two TLS records. `between` runs once rank 0
+  /// has read the header (and so waits for the payload), before the payload is written.
+  void send_in_two(FrameHeader h, std::span<const std::uint8_t> payload,
+                   const std::function<void()>& between) {
+    h.sequence = next_sequence_++;
+    h.length = payload.size();
+    const auto encoded = transport::encode_frame_header(h);
+    ASSERT_TRUE(peer_.client.write(encoded));
+    wait_until_delivered();
+    // The engine reads and handles a round's frames under its lock: once rank 0's socket is
+    // empty, the header has been handled, and the next call into the engine comes after it.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int unread = 1;
+    while (::ioctl(server_fd_, FIONREAD, &unread) == 0 && unread > 0 &&
+           std::chrono::steady_clock::now() < give_up) {
+      (void)engine_->iprobe(*world_, false, ANY_SOURCE, ANY_TAG);  // a progress round
+    }
+    ASSERT_EQ(unread, 0) << "rank 0 never read the header";
+    between();
+    ASSERT_TRUE(peer_.client.write(payload));
+  }
+
   /// Waits for the request, bounded: if the engine never completes it, rank 1's socket is shut
   /// down (which must fail it) and the test fails.
   void wait(const detail::RequestState& request) {
@@ -295,6 +317,60 @@ TEST(EngineFrames, EmptyMessagesCountAgainstTheUnexpectedBudget) {
   EXPECT_EQ(std::string(buffer.data()), "secret");
 }
 
+// The budget ends the read round at the frame that reaches it, even with further frames
+// already decrypted: a peer cannot push a whole round (64 frames, each up to the eager limit)
+// past it.
+TEST(EngineFrames, TheUnexpectedBudgetStopsReadingAtTheFrameThatReachesIt) {
+  constexpr std::uint64_t kBudget = 16 * 1024;
+  constexpr int kMessages = 12;
+  constexpr int kFirstTag = 100;
+  constexpr std::size_t kSize = 4096;  // holds 4 KiB + 256 bytes: the 4th reaches the budget
+  EngineUnderAttack rank0(
+      [](transport::LocalEndpoint& local) { local.hello.limits.max_unexpected_bytes = kBudget; });
+  std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> frames;
+  for (int i = 0; i < kMessages; ++i) {
+    FrameHeader h;
+    h.source = 1;
+    h.tag = kFirstTag + i;
+    frames.emplace_back(h, std::vector<std::uint8_t>(kSize, static_cast<std::uint8_t>(i)));
+  }
+  rank0.send_together(std::move(frames));
+  rank0.wait_until_delivered();
+  for (int round = 0; round < 50; ++round) {
+    (void)rank0.engine().iprobe(*rank0.world(), false, 1, ANY_TAG);
+  }
+  EXPECT_TRUE(rank0.engine().iprobe(*rank0.world(), false, 1, kFirstTag + 3).has_value());
+  EXPECT_FALSE(rank0.engine().iprobe(*rank0.world(), false, 1, kFirstTag + 4).has_value())
+      << "the engine read past the frame that reached its unexpected budget";
+  std::vector<std::uint8_t> buffer(kSize);
+  for (int i = 0; i < kMessages; ++i) {
+    auto request = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1,
+                                        kFirstTag + i);
+    rank0.wait(*request);
+    ASSERT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+    EXPECT_EQ(buffer, std::vector<std::uint8_t>(kSize, static_cast<std::uint8_t>(i)));
+  }
+}
+
+// A budget of 0 means one unmatched message at a time, not a peer paused for good.
+TEST(EngineFrames, AnUnexpectedBudgetOfZeroStillDeliversEveryMessage) {
+  EngineUnderAttack rank0(
+      [](transport::LocalEndpoint& local) { local.hello.limits.max_unexpected_bytes = 0; });
+  for (int i = 0; i < 3; ++i) {
+    // Each arrives unmatched (so it counts against the budget) after the last was received.
+    rank0.send(FrameType::eager, kPayload);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!rank0.engine().iprobe(*rank0.world(), false, 1, kTag).has_value()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "message " << i << " never read";
+    }
+    std::array<char, 16> buffer{};
+    auto request = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+    rank0.wait(*request);
+    ASSERT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+    EXPECT_EQ(std::string(buffer.data()), "secret");
+  }
+}
+
 // The peer's policy may refuse a message of ours that it reads while draining after its
 // GOODBYE: that DENY is legitimate and fails our synchronous send with a policy error.
 TEST(EngineFrames, DenyAfterGoodbyeFailsTheRefusedSend) {
@@ -488,6 +564,54 @@ TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
   EXPECT_NE(next->error_message.find("cut off as hostile"), std::string::npos)
       << next->error_message;
 }
+
+// The same decision for an eager message whose header came before its communicator existed
+// here and whose payload came after: registration cannot see a message still being read, so
+// the end of the frame must decide it, whether a receive was posted for it meanwhile or not.
+class SplitFrame : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SplitFrame, IsRefusedToANonMemberWhenItsCommunicatorAppearsMidFrame) {
+  const bool posted = GetParam();
+  EngineUnderAttack rank0({}, policy_for("enforce", "*"));
+  rank0.engine().register_comm(*rank0.world());
+  // A communicator of world ranks 0 and 2 only: rank 1 has no right to send on it.
+  auto pair = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 2}, 0, "pair");
+  FrameHeader intruder;
+  intruder.type = FrameType::eager;
+  intruder.context = kRank0Context;
+  intruder.source = 1;
+  intruder.tag = kTag;
+  std::array<char, 16> pair_buffer{};
+  std::shared_ptr<detail::RequestState> pair_recv;
+  rank0.send_in_two(intruder, kPayload, [&] {
+    rank0.engine().register_comm(*pair);
+    if (posted) {
+      pair_recv = rank0.engine().irecv(pair, false, pair_buffer.data(), pair_buffer.size(),
+                                       ANY_SOURCE, ANY_TAG);
+    }
+  });
+  rank0.send(FrameType::eager, kPayload);  // on the world: arrives after the intruder
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  if (posted) {
+    EXPECT_FALSE(pair_recv->done.load()) << "a non-member's message completed a receive";
+  } else {
+    pair_recv = rank0.engine().irecv(pair, false, pair_buffer.data(), pair_buffer.size(),
+                                     ANY_SOURCE, ANY_TAG);
+    EXPECT_FALSE(pair_recv->done.load()) << "a non-member's message was received";
+  }
+  EXPECT_FALSE(rank0.engine().iprobe(*pair, false, ANY_SOURCE, ANY_TAG).has_value());
+  EXPECT_EQ(std::string(pair_buffer.data(), kPayload.size()).find("secret"), std::string::npos);
+  const std::string audit = rank0.audit_text();
+  EXPECT_NE(audit.find("policy.deny"), std::string::npos) << audit;
+}
+
+INSTANTIATE_TEST_SUITE_P(EngineFrames, SplitFrame, ::testing::Bool(),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param ? "ReceivePosted" : "NoReceive");
+                         });
 
 // Audit mode relaxes the policy, not MPI's communicator semantics: a message on a communicator
 // its sender is not a member of is still refused (and recorded as enforced, not dry run),
