@@ -221,12 +221,22 @@ char* AuditLog::begin(const timespec& ts, std::string_view action, bool success,
   return put(out, source_fields_);
 }
 
-void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now) {
+void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now,
+                      const LineSigner* signer, char* signature) {
   out = put(out, ",\"prev\":\"");
   out = put(out, prev_);
   out = put(out, "\"}}");
-  const char* line = buffer_.data() + line_start_;
-  const Sha256 digest = sha256(std::string_view(line, static_cast<std::size_t>(out - line)));
+  char* line = buffer_.data() + line_start_;
+  const std::string_view text(line, static_cast<std::size_t>(out - line));
+  if (signer != nullptr) {
+    // Signed as written with zeros in place of the signature: the verifier restores that.
+    const std::string hex = (*signer)(text);
+    if (hex.size() != kSignatureHexDigits) {
+      throw Error(ErrorClass::intern, "audit record signature of unexpected length");
+    }
+    std::memcpy(signature, hex.data(), hex.size());
+  }
+  const Sha256 digest = sha256(text);
   put_hex(prev_.data(), digest);
   *out++ = '\n';
   buffered_ = static_cast<std::size_t>(out - buffer_.data());
@@ -256,6 +266,32 @@ void AuditLog::event(std::string_view action, bool success, std::string_view rea
   }
   char* out = begin(now, action, success, reason, extra.size());
   finish(put(out, extra), std::chrono::steady_clock::now());
+}
+
+void AuditLog::signed_event(std::string_view action, const nlohmann::ordered_json& fields,
+                            const LineSigner& signer) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    ++dropped_;
+    return;
+  }
+  render_queued(SIZE_MAX);
+  std::string extra;
+  for (const auto& [key, value] : fields.items()) {
+    extra.push_back(',');
+    append_string(extra, key);
+    extra.push_back(':');
+    extra += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  extra += ",\"signature\":\"";
+  const std::size_t signature_at = extra.size();
+  extra.append(kSignatureHexDigits, '0');
+  extra.push_back('"');
+  char* out = begin(now, action, true, {}, extra.size());
+  char* signature = out + signature_at;
+  finish(put(out, extra), std::chrono::steady_clock::now(), &signer, signature);
 }
 
 void AuditLog::message(const MessageRecord& r) {

@@ -50,6 +50,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -124,6 +125,16 @@ class AuditLog {
   /// A general record; `fields` (an object) is merged into "sempi" after job/source/rank.
   void event(std::string_view action, bool success, std::string_view reason = {},
              const nlohmann::ordered_json& fields = nlohmann::ordered_json::object());
+  /// Signs a record's whole line: given the line as it will be written (without its newline)
+  /// but with the signature's digits all '0', returns the signature in hex.
+  using LineSigner = std::function<std::string(std::string_view line)>;
+  /// Hex digits of a signed record's signature (an Ed25519 signature).
+  static constexpr std::size_t kSignatureHexDigits = 128;
+  /// A record (outcome success) whose last field before "prev" is sempi.signature, made by
+  /// `signer` over every byte of the line: timestamp, sequence number, fields and chain link.
+  /// The signer may throw; nothing is written then.
+  void signed_event(std::string_view action, const nlohmann::ordered_json& fields,
+                    const LineSigner& signer);
   /// Captures a message record (rendered later, see above).
   void message(const MessageRecord& record);
   /// True if captured records wait to be rendered (a hint: no lock taken).
@@ -162,8 +173,10 @@ class AuditLog {
   // writes the timestamp, event fields and the source fields; returns where to continue.
   char* begin(const timespec& time, std::string_view action, bool success,
               std::string_view reason, std::size_t variable_bytes);
-  // Appends sempi.prev, closes the line, chains it and counts it as buffered.
-  void finish(char* end, std::chrono::steady_clock::time_point now);
+  // Appends sempi.prev, closes the line, chains it and counts it as buffered. With a signer,
+  // first overwrites the kSignatureHexDigits zeros at `signature` with its signature.
+  void finish(char* end, std::chrono::steady_clock::time_point now,
+              const LineSigner* signer = nullptr, char* signature = nullptr);
   void render(const MessageRecord& record, const timespec& time,
               std::chrono::steady_clock::time_point now);
   void render_queued(std::size_t max);  // up to max captured records, oldest first

@@ -53,6 +53,14 @@ std::optional<T> get(const nlohmann::json* j) {
   }
 }
 
+// A member of `object`; null if it is missing or `object` is not an object. Lookups in
+// untrusted records go through this: operator[] on a const object must not meet a missing key.
+const nlohmann::json* member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 std::string str_field(const Record& r, const char* key) {
   return get<std::string>(r.sempi(key)).value_or("");
 }
@@ -64,9 +72,7 @@ std::int64_t int_field(const Record& r, const char* key, std::int64_t fallback =
 // A string member of `object`; "" when missing, or when either has another type (an edited
 // record must still be reported, not end the report).
 std::string string_member(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it == object.end() ? "" : get<std::string>(&*it).value_or("");
+  return get<std::string>(member(object, key)).value_or("");
 }
 
 // A string of the record's "event" object, as string_member.
@@ -75,11 +81,36 @@ std::string event_field(const Record& r, const char* key) {
   return e == r.json.end() ? "" : string_member(*e, key);
 }
 
+// True unless the text, read as JSON, nests arrays and objects deeper than max_depth. Checked
+// before parsing: a parsed tree of deep nesting costs ~40 times the line's bytes.
+bool nesting_within(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 struct ChainCheck {
   ChainHead last;                            // of the records as they are
   std::string hash_before_last = kZeroHash;  // of the record before the last one
   std::int64_t max_seq = -1;                 // the highest sequence number of a readable record
   std::size_t records = 0;                   // also the last record's line
+  bool last_cut_off = false;  // the last line is an unfinished record (reported as truncated)
 };
 
 // Walks one file's chain and reports each broken place once, in line order. One pass over the
@@ -101,11 +132,15 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   std::vector<std::int64_t> seqs;  // of the readable records (sorted and made distinct below)
   std::string prev_hash = kZeroHash;  // of the record before the one read
   for_each_record(file, [&](const Record& r) {
-    Link link{r.seq(), r.parsed()};
+    Link link{r.seq(), r.parsed() && r.seq() >= 0};
     if (!r.parsed()) {
       add(r.line, r.cut_off ? "truncated" : "corrupt",
           r.cut_off ? "the last record is cut off (no newline, not valid JSON)"
                     : "not a JSON record");
+      link.seq_ok = false;
+      link.link_ok = false;
+    } else if (!link.parsed) {
+      add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
       link.seq_ok = false;
       link.link_ok = false;
     } else {
@@ -123,6 +158,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     }
     result.hash_before_last.swap(prev_hash);
     prev_hash = hash_hex(r.text);
+    result.last_cut_off = !r.parsed() && r.cut_off;
     links.push_back(link);
     return true;
   });
@@ -209,6 +245,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
 void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq,
                   const std::string& hash, std::vector<Finding>& out) {
   if (chain.last.seq == seq && chain.last.hash == hash) return;
+  if (chain.last_cut_off && chain.max_seq >= seq) return;  // the cut-off line says it all
   if (chain.max_seq < seq) {
     out.push_back({file.name, 0, "truncated",
                    "ends at seq " + std::to_string(chain.max_seq) + " but the seal records seq " +
@@ -266,32 +303,58 @@ void for_each_record(const LogFile& file, const std::function<bool(const Record&
     if (!any) return;
     r.line = ++line;
     r.cut_off = !newline;  // the file ends inside this line
-    r.json = oversized ? nlohmann::json() : nlohmann::json::parse(r.text, nullptr, false);
+    r.json = oversized || !nesting_within(r.text, kMaxRecordDepth)
+                 ? nlohmann::json()
+                 : nlohmann::json::parse(r.text, nullptr, false);
     if (!r.json.is_object()) r.json = nlohmann::json();
     if (!visit(r)) return;
   }
 }
 
+std::optional<std::string> last_complete_line(const fs::path& file, std::size_t max_line_bytes) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  // Reads backwards in growing steps until the tail holds the last newline and the one
+  // before it (or the file's start): never more than that line and one step.
+  std::string tail;
+  std::uint64_t from = size;
+  for (;;) {
+    const std::uint64_t step = std::min<std::uint64_t>(from, std::max<std::size_t>(64 * 1024, tail.size()));
+    from -= step;
+    std::string chunk(static_cast<std::size_t>(step), '\0');
+    in.seekg(static_cast<std::streamoff>(from));
+    if (!in.read(chunk.data(), static_cast<std::streamsize>(step))) return std::nullopt;
+    tail.insert(0, chunk);
+    const auto end = tail.rfind('\n');
+    if (end == std::string::npos) {
+      if (from == 0) return std::string();
+    } else {
+      const auto before = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
+      if (before != std::string::npos || from == 0) {
+        const std::size_t start = before == std::string::npos ? 0 : before + 1;
+        if (end - start > max_line_bytes) return std::nullopt;
+        return tail.substr(start, end - start);
+      }
+      if (end > max_line_bytes) return std::nullopt;
+    }
+    if (tail.size() > max_line_bytes + 64 * 1024 + 1) return std::nullopt;
+  }
+}
+
 std::int64_t Record::seq() const {
-  if (!parsed()) return -1;
-  const auto e = json.find("event");
-  if (e == json.end() || !e->is_object()) return -1;
-  return get<std::int64_t>(e->contains("sequence") ? &(*e)["sequence"] : nullptr).value_or(-1);
+  const nlohmann::json* e = member(json, "event");
+  return e == nullptr ? -1 : get<std::int64_t>(member(*e, "sequence")).value_or(-1);
 }
 
 std::string Record::action() const {
-  if (!parsed()) return {};
-  const auto e = json.find("event");
-  if (e == json.end() || !e->is_object() || !e->contains("action")) return {};
-  return get<std::string>(&(*e)["action"]).value_or("");
+  const nlohmann::json* e = member(json, "event");
+  return e == nullptr ? std::string() : get<std::string>(member(*e, "action")).value_or("");
 }
 
 const nlohmann::json* Record::sempi(const char* key) const {
-  if (!parsed()) return nullptr;
-  const auto s = json.find("sempi");
-  if (s == json.end() || !s->is_object()) return nullptr;
-  const auto v = s->find(key);
-  return v == s->end() ? nullptr : &*v;
+  const nlohmann::json* s = member(json, "sempi");
+  return s == nullptr ? nullptr : member(*s, key);
 }
 
 AuditDir load_audit_dir(const fs::path& dir) {
@@ -349,8 +412,8 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   if (first && first->parsed()) {
     const Record& header = *first;
     job = str_field(header, "job");
-    if (const auto* k = header.sempi("audit_key"); k != nullptr && k->is_object()) {
-      key = get<std::string>(k->contains("public_key") ? &(*k)["public_key"] : nullptr).value_or("");
+    if (const auto* k = header.sempi("audit_key")) {
+      key = get<std::string>(member(*k, "public_key")).value_or("");
     }
     if (header.action() != "job.start" || key.empty()) {
       out.push_back({kLauncherFile, 1, "edited", "the first record is not a job.start with the audit key"});
@@ -373,29 +436,37 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   } else {
     const nlohmann::json* seal = seal_record->sempi("seal");
     const auto signature = get<std::string>(seal_record->sempi("signature"));
-    if (seal == nullptr || !seal->is_object() || !signature ||
-        !verify_seal_signature(key, seal_message(*seal), *signature)) {
+    const auto message =
+        signature ? seal_message_of_line(seal_record->text, *signature) : std::nullopt;
+    if (seal == nullptr || !seal->is_object() || !message ||
+        !verify_seal_signature(key, *message, *signature)) {
       out.push_back({kLauncherFile, seal_record->line, "bad_seal",
                      "the seal's signature does not verify with the job's audit key"});
     } else {
       result.sealed = true;
+      // Signed, but not necessarily by sempirun: with a key of their own, whoever rewrote the
+      // directory signs whatever they like, so no field is taken on trust.
       // The seal names the launcher head just before itself.
-      const auto& l = (*seal)["launcher"];
-      if (!l.is_object() || get<std::int64_t>(&l["seq"]).value_or(-2) != seal_record->seq() - 1 ||
-          get<std::string>(&l["hash"]).value_or("") != launcher_chain.hash_before_last) {
+      const nlohmann::json* l = member(*seal, "launcher");
+      if (l == nullptr ||
+          get<std::int64_t>(member(*l, "seq")).value_or(-2) != seal_record->seq() - 1 ||
+          get<std::string>(member(*l, "hash")).value_or("") != launcher_chain.hash_before_last) {
         out.push_back({kLauncherFile, 0, "edited",
                        "the launcher log before the seal does not match the sealed head"});
       }
-      if (get<std::string>(&(*seal)["job"]).value_or("") != job) {
+      if (get<std::string>(member(*seal, "job")).value_or("") != job) {
         out.push_back({kLauncherFile, seal_record->line, "bad_seal", "the seal names another job"});
       }
-      if ((*seal)["ranks"].is_array()) {
-        for (const auto& h : (*seal)["ranks"]) {
-          const auto rank = get<int>(h.contains("rank") ? &h["rank"] : nullptr);
+      const nlohmann::json* sealed_ranks = member(*seal, "ranks");
+      if (sealed_ranks == nullptr || !sealed_ranks->is_array()) {
+        out.push_back({kLauncherFile, seal_record->line, "bad_seal", "the seal lists no ranks"});
+      } else {
+        for (const auto& h : *sealed_ranks) {
+          const auto rank = get<int>(member(h, "rank"));
           if (!rank) continue;
-          heads[*rank] = {get<std::int64_t>(h.contains("seq") ? &h["seq"] : nullptr).value_or(-1),
-                          get<std::string>(h.contains("hash") ? &h["hash"] : nullptr).value_or(""),
-                          get<std::string>(h.contains("source") ? &h["source"] : nullptr).value_or("")};
+          heads[*rank] = {get<std::int64_t>(member(h, "seq")).value_or(-1),
+                          get<std::string>(member(h, "hash")).value_or(""),
+                          get<std::string>(member(h, "source")).value_or("")};
         }
       }
     }
@@ -428,6 +499,29 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       continue;
     }
     compare_head(file, chain, std::get<0>(head->second), std::get<1>(head->second), out);
+    if (std::get<2>(head->second) == "file") {
+      result.notes.push_back("rank " + std::to_string(r) +
+                             " ended without closing its log (it died, or the job ended before it "
+                             "finalized): the seal "
+                             "covers what " + file.name +
+                             " held then; records the rank had not written yet are lost");
+    }
+  }
+  // The directory sempirun made is named after the job: another job's logs under this name
+  // verify on their own, but are not this job's.
+  const std::string dir_name = dir.dir.filename().empty() ? dir.dir.parent_path().filename().string()
+                                                           : dir.dir.filename().string();
+  if (!job.empty() && dir_name != job && dir_name.size() == job.size() &&
+      std::all_of(dir_name.begin(), dir_name.end(),
+                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+    out.push_back({kLauncherFile, 1, "foreign",
+                   "the logs are of job " + job + ", in the directory of job " + dir_name});
+  }
+  if (!public_key && result.sealed) {
+    result.notes.push_back(
+        "the seal was checked against the key the log itself names: that proves nothing was "
+        "changed piecemeal, but not that the whole directory was not rewritten with a fresh "
+        "key; pass --public-key (sempirun --audit-key-out records it) to rule that out");
   }
   return result;
 }
@@ -489,6 +583,8 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         if (r.sempi("op") != nullptr) e["op"] = str_field(r, "op");
         if (r.sempi("tag") != nullptr) e["tag"] = int_field(r, "tag");
         if (r.sempi("bytes") != nullptr) e["bytes"] = int_field(r, "bytes");
+        if (r.sempi("msg") != nullptr) e["msg"] = int_field(r, "msg");
+        if (r.sempi("direction") != nullptr) e["direction"] = str_field(r, "direction");
         events.push_back(std::move(e));
       }
       return true;
@@ -545,6 +641,8 @@ std::string report_text(const nlohmann::ordered_json& report) {
     if (e.contains("op")) s << " op " << printable(e["op"].get<std::string>());
     if (e.contains("tag")) s << " tag " << e["tag"].get<long long>();
     if (e.contains("bytes")) s << " bytes " << e["bytes"].get<long long>();
+    if (e.contains("msg")) s << " msg " << e["msg"].get<long long>();
+    if (e.contains("direction")) s << " (" << printable(e["direction"].get<std::string>()) << " side)";
     const auto reason = e["reason"].get<std::string>();
     if (!reason.empty()) s << ": " << printable(reason);
     s << "\n";

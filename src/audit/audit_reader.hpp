@@ -42,15 +42,26 @@ struct LogFile {
   bool exists = false;
 };
 
-/// The longest line read whole. sempi's longest record is the seal, ~120 MB for 2^20 ranks.
-inline constexpr std::size_t kMaxRecordBytes = 256u << 20;
+/// The longest line read whole. sempi's longest record is the seal, ~100 bytes a rank: 0.4 MB
+/// for sempirun's 4096 ranks.
+inline constexpr std::size_t kMaxRecordBytes = 8u << 20;
+/// The deepest nesting of a line parsed as JSON: sempi's records nest 4 deep.
+inline constexpr std::size_t kMaxRecordDepth = 16;
 
 /// Reads the file's records in order, one at a time, and passes each to `visit`, which returns
 /// false to stop early. Nothing is read if the file does not exist. A line longer than
-/// max_line_bytes is passed as its first max_line_bytes, unparsed (a corrupt record): hostile
-/// input cannot make the reader hold more. Throws sempi::Error(io) if the file cannot be read.
+/// max_line_bytes is passed as its first max_line_bytes, unparsed (a corrupt record), and so is
+/// one nested deeper than kMaxRecordDepth. So hostile input costs the reader at most about 20
+/// times max_line_bytes (a parsed array of small numbers; 160 MB at the default), whatever the
+/// file holds. Throws sempi::Error(io) if the file cannot be read.
 void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit,
                      std::size_t max_line_bytes = kMaxRecordBytes);
+
+/// The file's last complete line (the text before its last newline, after the newline before
+/// that), read from the end: the head of a log whose writer died. "" if the file holds no
+/// complete line; nullopt if it cannot be read or that line is longer than max_line_bytes.
+std::optional<std::string> last_complete_line(const std::filesystem::path& file,
+                                              std::size_t max_line_bytes = kMaxRecordBytes);
 
 struct AuditDir {
   std::filesystem::path dir;
@@ -73,6 +84,8 @@ struct Finding {
 
 struct VerifyResult {
   std::vector<Finding> findings;
+  /// What an intact result does not prove, or what it cannot cover (a rank that died).
+  std::vector<std::string> notes;
   bool sealed = false;
   std::size_t files = 0;
   std::size_t records = 0;

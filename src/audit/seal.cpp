@@ -5,9 +5,24 @@
 
 namespace sempi::audit {
 
-std::string seal_message(const nlohmann::json& seal) {
-  // nlohmann::json keeps object keys sorted: the dump is canonical for what we write.
-  return std::string(kSealContext) + seal.dump();
+std::string seal_message(std::string_view line_with_zeros) {
+  std::string message(kSealContext);
+  message += line_with_zeros;
+  return message;
+}
+
+std::optional<std::string> seal_message_of_line(std::string_view line,
+                                                std::string_view signature_hex) {
+  const std::string field = "\"signature\":\"" + std::string(signature_hex) + "\"";
+  const auto at = line.find(field);
+  if (signature_hex.empty() || at == std::string_view::npos ||
+      line.find(field, at + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string message = seal_message(line);
+  message.replace(kSealContext.size() + at + field.size() - 1 - signature_hex.size(),
+                  signature_hex.size(), signature_hex.size(), '0');
+  return message;
 }
 
 SealKey SealKey::generate() { return SealKey(pki::PrivateKey::generate(pki::KeyType::ed25519)); }

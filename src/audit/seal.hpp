@@ -8,27 +8,34 @@
 //    "ranks":[{"rank":R,"seq":N,"hash":HEX,"source":S}, ...]}
 // S is "reported" (the rank sent its head when it finalized), "file" (the rank did not
 // report - it died or was killed - so the launcher took the last complete record of its file),
-// or "none" (no file: the rank never joined). The signature (sempi.signature, hex) covers
-// kSealContext followed by the seal object's canonical JSON (keys sorted, compact).
+// or "none" (no file: the rank never joined).
+//
+// The signature (sempi.signature, hex, the record's last field before "prev") covers
+// kSealContext followed by the whole record line as written, with the signature's digits all
+// '0' (AuditLog::signed_event). So every byte of the seal record is signed: not only the seal
+// object but its timestamp, outcome, sequence number and link to the record before.
 //
 // What the seal proves: nothing in the sealed chains changed after the launcher signed, given
 // that the verifier trusts the public key. A wholesale rewrite with a fresh key is detectable
-// only against a key obtained out of band: `sempi audit verify --public-key HEX`.
+// only against a key obtained out of band: `sempi audit verify --public-key HEX` (sempirun
+// --audit-key-out writes it where the job's logs are not).
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "pki/key.hpp"
 
 namespace sempi::audit {
 
-inline constexpr std::string_view kSealContext = "sempi audit seal v1\n";
+inline constexpr std::string_view kSealContext = "sempi audit seal v2\n";
 
-/// The message the seal signature covers.
-std::string seal_message(const nlohmann::json& seal);
+/// What the seal signature covers, given the record line with the signature's digits all '0'.
+std::string seal_message(std::string_view line_with_zeros);
+/// The same for the line as written, whose sempi.signature is `signature_hex`: nullopt unless
+/// "signature":"<signature_hex>" occurs in the line exactly once.
+std::optional<std::string> seal_message_of_line(std::string_view line,
+                                                std::string_view signature_hex);
 
 class SealKey {
  public:

@@ -25,6 +25,9 @@ constexpr const char* kUsage =
     "                       every rank, every operation, every communicator\n"
     "  --audit-dir DIR      the job's audit log directory (mode 0700; must not hold a log\n"
     "                       yet, nor be writable by others); default ./sempi-audit/JOBID\n"
+    "  --audit-key-out FILE write the audit seal's public key (hex) to FILE as the job\n"
+    "                       starts: kept where the logs are not, it lets 'sempi audit\n"
+    "                       verify --public-key' detect a rewritten audit directory\n"
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --help               print this help\n"
@@ -158,6 +161,11 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       const std::string value = take_value(flag, inline_value);
       if (value.empty()) usage_error("--audit-dir requires a directory name");
       options.audit_dir = value;
+    } else if (flag == "--audit-key-out") {
+      if (options.audit_key_out) usage_error("--audit-key-out given more than once");
+      const std::string value = take_value(flag, inline_value);
+      if (value.empty()) usage_error("--audit-key-out requires a file name");
+      options.audit_key_out = value;
     } else if (flag == "--timeout") {
       if (options.timeout) usage_error("--timeout given more than once");
       options.timeout = std::chrono::seconds(

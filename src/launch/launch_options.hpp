@@ -39,6 +39,7 @@ struct LaunchOptions {
   std::vector<EnvSetting> env;
   std::optional<std::filesystem::path> policy_file;
   std::optional<std::filesystem::path> audit_dir;
+  std::optional<std::filesystem::path> audit_key_out;  // where to write the seal's public key
   std::optional<std::chrono::seconds> timeout;
   bool tag_output = false;
   std::vector<std::string> program;  ///< program, then its arguments, verbatim

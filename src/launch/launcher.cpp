@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "audit/audit_log.hpp"
+#include "audit/audit_reader.hpp"
 #include "audit/seal.hpp"
 #include "common/hex.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -216,25 +215,22 @@ std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
 }
 
 // The head of a rank's log as its file has it: the last complete line. For ranks that died
-// before they could report their head at finalize.
+// before they could report their head at finalize. Read from the end: the log may be large.
 std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string content = buffer.str();
-  const auto end = content.rfind('\n');
-  if (end == std::string::npos) return audit::ChainHead{};
-  const auto start = content.rfind('\n', end == 0 ? 0 : end - 1);
-  const std::string line =
-      content.substr(start == std::string::npos || end == 0 ? 0 : start + 1,
-                     end - (start == std::string::npos || end == 0 ? 0 : start + 1));
-  const auto json = nlohmann::json::parse(line, nullptr, false);
-  std::int64_t seq = -1;
-  if (json.is_object() && json.contains("event") && json["event"].is_object()) {
-    seq = json["event"].value("sequence", std::int64_t{-1});
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  const auto line = audit::last_complete_line(path);
+  if (!line) return audit::ChainHead{-1, std::string(64, 'f')};  // unreadable: matches nothing
+  if (line->empty()) return audit::ChainHead{};
+  const auto json = nlohmann::json::parse(*line, nullptr, false);
+  std::int64_t seq = -1;  // a line that is no record still has a hash to seal
+  if (const auto event = json.find("event"); json.is_object() && event != json.end()) {
+    if (const auto n = event->find("sequence");
+        event->is_object() && n != event->end() && n->is_number_integer()) {
+      seq = n->get<std::int64_t>();
+    }
   }
-  return audit::ChainHead{seq, to_hex(audit::sha256(line))};
+  return audit::ChainHead{seq, to_hex(audit::sha256(*line))};
 }
 
 std::string utc_now() {
@@ -350,13 +346,18 @@ class Launcher::Job {
   // with its header record, and the job's seal key. Before any rank starts: a job that cannot
   // be audited does not run.
   void start_audit(const pki::JobId& job) {
+    seal_key_.emplace(audit::SealKey::generate());
+    if (options_.audit_key_out) {
+      // First: a job whose key cannot be kept out of band does not run unpinned, nor leaves
+      // an empty log directory behind.
+      pki::write_file(*options_.audit_key_out, seal_key_->public_key_hex() + "\n", 0600);
+    }
     audit_dir_ = options_.audit_dir ? *options_.audit_dir
                                     : std::filesystem::path("sempi-audit") / job.hex();
     // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
     audit_dir_ = pki::make_private_dir(audit_dir_);
     audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                      {job.hex(), std::nullopt, /*flush_each=*/true});
-    seal_key_.emplace(audit::SealKey::generate());
     heads_.assign(options_.size, std::nullopt);
     const auto rules = policy::Policy::compile(policy_);
     audit_->event(
@@ -409,9 +410,10 @@ class Launcher::Job {
                                  {"sealed_at", utc_now()},
                                  {"launcher", {{"seq", launcher.seq}, {"hash", launcher.hash}}},
                                  {"ranks", ranks}};
-    const std::string signature = seal_key_->sign(audit::seal_message(seal));
-    audit_->event("audit.seal", true, {},
-                  {{"seal", nlohmann::ordered_json(seal)}, {"signature", signature}});
+    audit_->signed_event("audit.seal", {{"seal", nlohmann::ordered_json(seal)}},
+                         [this](std::string_view line) {
+                           return seal_key_->sign(audit::seal_message(line));
+                         });
     audit_->close();
   }
 

@@ -216,6 +216,47 @@ TEST(Policy, DryRunDeliversAndLogsWouldBeDenials) {
   }
 }
 
+// The key written out of band pins the seal: another job's logs put in place of this job's
+// verify on their own, but not against this job's key.
+TEST(Audit, KeyWrittenOutOfBandDetectsARewrittenDirectory) {
+  TempDir dir;
+  const auto run_keyed = [&](const std::string& name) {
+    const fs::path audit_dir = dir.path() / name;
+    const fs::path key_file = dir.path() / (name + ".key");
+    const auto result = run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--audit-dir",
+                                 audit_dir.string(), "--audit-key-out", key_file.string(),
+                                 POLICY_PROBE_PATH, "traffic"},
+                                90s);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    std::ifstream in(key_file);
+    std::string key;
+    std::getline(in, key);
+    struct stat st {};
+    EXPECT_EQ(::stat(key_file.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    return std::make_pair(audit_dir, key);
+  };
+  const auto [genuine, key] = run_keyed("genuine");
+  const auto [other, other_key] = run_keyed("other");
+  ASSERT_EQ(key.size(), 64u);
+  ASSERT_NE(key, other_key);
+  const auto pinned = tool({"audit", "verify", genuine.string(), "--public-key", key});
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.output;
+  EXPECT_TRUE(pinned.output.starts_with("OK: 3 files")) << pinned.output;
+  EXPECT_NE(pinned.output.find("sealed with the pinned key"), std::string::npos) << pinned.output;
+  EXPECT_EQ(pinned.output.find("note:"), std::string::npos) << pinned.output;
+  // The rewrite: the other job's intact, sealed logs in place of the genuine ones.
+  for (const auto& entry : fs::directory_iterator(other)) {
+    fs::copy_file(entry.path(), genuine / entry.path().filename(),
+                  fs::copy_options::overwrite_existing);
+  }
+  const auto unpinned = tool({"audit", "verify", genuine.string()});
+  EXPECT_EQ(unpinned.exit_code, 0) << "consistent in itself: " << unpinned.output;
+  const auto rewritten = tool({"audit", "verify", genuine.string(), "--public-key", key});
+  EXPECT_EQ(rewritten.exit_code, 1) << rewritten.output;
+  EXPECT_NE(rewritten.output.find("bad_seal"), std::string::npos) << rewritten.output;
+}
+
 TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   TempDir dir;
   const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
@@ -236,6 +277,9 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   const auto verify = tool({"audit", "verify", job.audit.string()});
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
   EXPECT_TRUE(verify.output.starts_with("OK: 4 files")) << verify.output;
+  EXPECT_NE(verify.output.find("note: the seal was checked against the key the log itself names"),
+            std::string::npos)
+      << verify.output;
   // The pinned key as an operator may paste it (upper case) matches; a mistyped one is a usage
   // error, not a false alarm of a rewritten log.
   const auto start = records(job.audit / "launcher.jsonl", "job.start");
@@ -302,6 +346,11 @@ TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
   const auto seals = records(job.audit / "launcher.jsonl", "audit.seal");
   ASSERT_EQ(seals.size(), 1u);
   EXPECT_NE(seals[0].dump().find("\"file\""), std::string::npos) << seals[0].dump();
+  // Intact, but not complete: verify says which rank's log may miss records.
+  const auto verify = tool({"audit", "verify", job.audit.string()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("note: rank 2 ended without closing its log"), std::string::npos)
+      << verify.output;
   // The message rank 0 sent with tag 30 was never received: reconcile must say so.
   const auto reconcile = tool({"audit", "reconcile", job.audit.string()});
   EXPECT_EQ(reconcile.exit_code, 1) << reconcile.output;

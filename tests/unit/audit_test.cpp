@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -44,7 +45,9 @@ void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
 }
 
 // A sealed job directory like the launcher leaves: two ranks with a few records each.
-void make_sealed_job(const fs::path& dir, bool report_heads = true) {
+// `edit_seal` changes the seal object before it is signed, as a forger with the key could.
+void make_sealed_job(const fs::path& dir, bool report_heads = true,
+                     const std::function<void(nlohmann::json&)>& edit_seal = {}) {
   const auto key = SealKey::generate();
   auto launcher = AuditLog::create(dir / kLauncherFile, {kJob, std::nullopt, true});
   launcher->event("job.start", true, {},
@@ -73,12 +76,13 @@ void make_sealed_job(const fs::path& dir, bool report_heads = true) {
   }
   launcher->event("job.end", true);
   const ChainHead lh = launcher->head();
-  const nlohmann::json seal = {{"job", kJob},
-                               {"sealed_at", "now"},
-                               {"launcher", {{"seq", lh.seq}, {"hash", lh.hash}}},
-                               {"ranks", heads}};
-  launcher->event("audit.seal", true, {},
-                  {{"seal", nlohmann::ordered_json(seal)}, {"signature", key.sign(seal_message(seal))}});
+  nlohmann::json seal = {{"job", kJob},
+                         {"sealed_at", "now"},
+                         {"launcher", {{"seq", lh.seq}, {"hash", lh.hash}}},
+                         {"ranks", heads}};
+  if (edit_seal) edit_seal(seal);
+  launcher->signed_event("audit.seal", {{"seal", nlohmann::ordered_json(seal)}},
+                         [&](std::string_view line) { return key.sign(seal_message(line)); });
   launcher->close();
 }
 
@@ -372,6 +376,22 @@ TEST(AuditReader, ReadsLinesAcrossChunksAndCutsOverlongOnes) {
   EXPECT_EQ(seen[2].text, big);
 }
 
+// Deep nesting is refused before parsing: its tree would cost ~40 times the line.
+TEST(AuditReader, LinesNestedDeeperThanARecordAreNotParsed) {
+  TempDir dir;
+  const LogFile file{"deep", dir.path() / "deep", true};
+  const auto nested = [](std::size_t depth) {
+    return "{\"a\":" + std::string(depth - 1, '[') + "\"]]]\\\"[[[\"" + std::string(depth - 1, ']') + "}";
+  };
+  std::ofstream(file.path) << nested(kMaxRecordDepth) << "\n" << nested(kMaxRecordDepth + 1) << "\n";
+  std::vector<bool> parsed;
+  for_each_record(file, [&](const Record& r) {
+    parsed.push_back(r.parsed());
+    return true;
+  });
+  EXPECT_EQ(parsed, (std::vector<bool>{true, false}));
+}
+
 TEST(AuditSeal, SignsAndRejectsForgeries) {
   const auto key = SealKey::generate();
   const std::string sig = key.sign("message");
@@ -460,6 +480,30 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
          l.back().replace(at, 7, "\"seq\":9");
          write_lines(d / kLauncherFile, l);
        }, "launcher.jsonl:3:bad_seal"},
+      // The seal record is signed whole, not only its seal object.
+      {"seal-timestamp", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         const auto at = l.back().find("Z\"");
+         l.back()[at - 1] = l.back()[at - 1] == '0' ? '1' : '0';
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
+      {"seal-outcome", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         l.back().replace(l.back().find("\"success\""), 9, "\"failure\",\"reason\":\"forged\"");
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
+      {"seal-whitespace", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         l.back().insert(1, " ");
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
+      {"seal-signature-twice", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         const auto at = l.back().find(",\"signature\"");
+         const auto end = l.back().find('"', l.back().find(":\"", at) + 2);
+         l.back().insert(1, l.back().substr(at + 1, end - at) + ",");
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
       {"unsealed", [&](const fs::path& d) {
          auto l = lines_of(d / kLauncherFile);
          l.pop_back();
@@ -476,6 +520,82 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
     EXPECT_NE(std::find(found.begin(), found.end(), c.expected), found.end())
         << c.name << ": expected " << c.expected << ", got:\n" << all;
   }
+}
+
+// Whoever rewrites a directory signs it with a key of their own, so a seal that verifies may
+// still say anything: a seal object without its parts is a finding, never a crash.
+TEST(AuditVerify, ASignedSealWithoutItsPartsIsAFinding) {
+  for (const char* part : {"launcher", "ranks", "job"}) {
+    TempDir dir;
+    make_sealed_job(dir.path(), true, [&](nlohmann::json& seal) { seal.erase(part); });
+    const auto result = verify(load_audit_dir(dir.path()), std::nullopt);
+    EXPECT_FALSE(result.ok()) << part;
+    EXPECT_TRUE(result.sealed) << part;
+  }
+  TempDir dir;
+  make_sealed_job(dir.path(), true, [](nlohmann::json& seal) {
+    seal["launcher"] = "not an object";
+    seal["ranks"] = {1, "two", {{"rank", "x"}}};
+  });
+  EXPECT_FALSE(verify(load_audit_dir(dir.path()), std::nullopt).ok());
+}
+
+TEST(AuditVerify, SaysWhatAnIntactResultDoesNotProve) {
+  TempDir dir;
+  make_sealed_job(dir.path(), /*report_heads=*/false);
+  const auto unpinned = verify(load_audit_dir(dir.path()), std::nullopt);
+  ASSERT_TRUE(unpinned.ok());
+  std::string notes;
+  for (const auto& n : unpinned.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("rank 0 ended without closing its log"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("rank 1 ended without closing its log"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("--public-key"), std::string::npos) << notes;
+  std::string key;
+  for_each_record(load_audit_dir(dir.path()).launcher, [&](const Record& r) {
+    key = r.sempi("audit_key")->at("public_key").get<std::string>();
+    return false;
+  });
+  const auto pinned = verify(load_audit_dir(dir.path()), key);
+  ASSERT_TRUE(pinned.ok());
+  EXPECT_EQ(pinned.notes.size(), 2u) << "pinned: only the two ranks that did not close";
+}
+
+// sempirun names the directory after the job: another job's intact logs there are foreign.
+TEST(AuditVerify, LogsUnderAnotherJobsDirectoryNameAreForeign) {
+  TempDir dir;
+  const fs::path other = dir.path() / std::string(32, 'b');
+  fs::create_directory(other);
+  make_sealed_job(other);
+  EXPECT_EQ(kinds(other), std::vector<std::string>{"launcher.jsonl:1:foreign"});
+  const fs::path own = dir.path() / kJob;
+  fs::create_directory(own);
+  make_sealed_job(own);
+  EXPECT_TRUE(kinds(own).empty());
+}
+
+TEST(AuditReader, LastCompleteLineIsReadFromTheEnd) {
+  TempDir dir;
+  const fs::path file = dir.path() / "log";
+  const auto write = [&](const std::string& text) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  };
+  write("");
+  EXPECT_EQ(last_complete_line(file), "");
+  write("no newline yet");
+  EXPECT_EQ(last_complete_line(file), "");
+  write("only\n");
+  EXPECT_EQ(last_complete_line(file), "only");
+  write("first\nsecond\ncut off");
+  EXPECT_EQ(last_complete_line(file), "second");
+  write("first\n\n");
+  EXPECT_EQ(last_complete_line(file), "");
+  const std::string big(300 * 1024, 'x');  // longer than the first steps back
+  write("first\n" + big + "\nta");
+  EXPECT_EQ(last_complete_line(file), big);
+  EXPECT_EQ(last_complete_line(file, 1024), std::nullopt) << "longer than allowed";
+  write(big + "\n");
+  EXPECT_EQ(last_complete_line(file), big);
+  EXPECT_EQ(last_complete_line(dir.path() / "absent"), std::nullopt);
 }
 
 // A record whose sequence number comes again: a copy says so, a record moved down does not.

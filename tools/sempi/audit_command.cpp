@@ -31,9 +31,11 @@ constexpr const char* kVerifyUsage =
     "Checks each file's chain (sequence numbers, previous-record hashes) and the launcher's\n"
     "seal (Ed25519 signature over every chain head). Prints OK, or one line per broken place:\n"
     "FILE:LINE: KIND: what, where KIND is edited, deleted, reordered, truncated, corrupt,\n"
-    "missing, appended, foreign, unsealed or bad_seal. --public-key pins the seal key\n"
-    "(obtained out of band, 64 hex digits) so that a wholesale rewrite with a fresh key is\n"
-    "detected too.\n"
+    "missing, appended, foreign, unsealed or bad_seal, then notes on what the result does\n"
+    "not cover (ranks that died before closing their logs). --public-key pins the seal key\n"
+    "(obtained out of band, 64 hex digits: sempirun --audit-key-out FILE writes it) so that a\n"
+    "wholesale rewrite with a fresh key is detected too; without it, OK means the directory\n"
+    "is consistent with the key it names itself.\n"
     "\n"
     "Exit status: 0 intact, 1 tampering or damage found, 2 bad usage or not a directory.\n";
 
@@ -84,8 +86,13 @@ int run_verify(const std::vector<std::string>& args) {
   }
   const auto dir = audit::load_audit_dir(one_dir(cli));
   const auto result = audit::verify(dir, public_key);
+  const auto print_notes = [&] {
+    for (const auto& note : result.notes) std::printf("note: %s\n", printable(note).c_str());
+  };
   if (result.ok()) {
-    std::printf("OK: %zu files, %zu records, sealed\n", result.files, result.records);
+    std::printf("OK: %zu files, %zu records, sealed%s\n", result.files, result.records,
+                public_key ? " with the pinned key" : "");
+    print_notes();
     return kExitOk;
   }
   for (const auto& f : result.findings) {
@@ -94,6 +101,7 @@ int run_verify(const std::vector<std::string>& args) {
   }
   std::printf("FAILED: %zu problem%s in %zu files\n", result.findings.size(),
               result.findings.size() == 1 ? "" : "s", result.files);
+  print_notes();
   return kExitFinding;
 }
 
