@@ -180,6 +180,10 @@ const PredefinedInit g_predefined_init;
 // The environment lives from MPI_Init to MPI_Finalize (sempi allows one per process).
 std::unique_ptr<Environment> g_environment;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 std::atomic<bool> g_active{false};
+// The thread level the program asked for: what MPI_Init_thread and MPI_Query_thread report,
+// as Open MPI and MPICH do (programs compare it with what they asked for). The runtime is
+// thread-safe whatever the level.
+std::atomic<int> g_thread_level{MPI_THREAD_SINGLE};
 std::thread::id g_main_thread;
 int g_universe_size = 1;
 
@@ -561,8 +565,8 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     g_main_thread = std::this_thread::get_id();
     g_active = true;
     std::atexit(finalize_at_exit);
-    // sempi's runtime is fully thread-safe whatever was asked for.
-    if (provided != nullptr) *provided = MPI_THREAD_MULTIPLE;
+    g_thread_level = required;
+    if (provided != nullptr) *provided = required;
   });
 }
 
@@ -586,12 +590,13 @@ int MPI_Finalize(void) {
       callback_error = current_error_code(&callback_message);
     }
     drain_buffered_sends();
-    reap_detached(true);
+    settle_detached_at_finalize();
     g_active = false;
     sempi_mpi_comm_world.comm = sempi::Communicator();
     sempi_mpi_comm_self.comm = sempi::Communicator();
     sempi_mpi_comm_world.cart.reset();
     g_environment.reset();  // waits until every rank has reached finalize
+    discard_detached();  // freed sends no receive took, freed collectives never finished
     const int result = callback_error == MPI_SUCCESS
                            ? MPI_SUCCESS
                            : raise_code(handler_of(MPI_COMM_WORLD), "MPI_Finalize",
@@ -629,7 +634,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
 int MPI_Query_thread(int* provided) {
   return guarded(MPI_COMM_WORLD, "MPI_Query_thread", [&] {
     require_output(provided, "provided");
-    *provided = MPI_THREAD_MULTIPLE;
+    *provided = g_thread_level.load();
   });
 }
 

@@ -162,7 +162,14 @@ ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept;
 /// call on a communicator makes before looking at its other arguments.
 void require_comm_handle(MPI_Comm comm);
 
-/// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`.
+/// reap_detached(), if a freed request would write the program's memory when it completes
+/// (a non-contiguous receive, a collective's result): run after every call, so that memory
+/// is written once the program can know the operation finished (a later message arrived, a
+/// barrier passed), not only at the next MPI_Wait or MPI_Test. One relaxed load otherwise.
+void reap_detached_unpacks();
+
+/// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`,
+/// then reap_detached_unpacks().
 /// `comm` is checked first, so an invalid communicator is MPI_ERR_COMM whatever else is wrong
 /// (as in Open MPI and MPICH); calls on no communicator pass MPI_COMM_WORLD, whose handler
 /// their errors go to.
@@ -172,9 +179,12 @@ int guarded(MPI_Comm comm, const char* function, F&& body) noexcept {
     require_comm_handle(comm);
     if constexpr (std::is_void_v<decltype(body())>) {
       body();
+      reap_detached_unpacks();
       return MPI_SUCCESS;
     } else {
-      return body();
+      const int code = body();
+      reap_detached_unpacks();
+      return code;
     }
   } catch (...) {
     return raise_current(handler_of(comm), function);
@@ -285,8 +295,13 @@ void copy_attributes(MPI_Comm from, MPI_Comm to);
 /// (MPI_Comm_free, MPI_Finalize). Throws (the callback's code) if a callback fails.
 void delete_attributes(MPI_Comm comm);
 
-/// Completes freed-but-active requests that have finished (MPI_Request_free); `all` waits.
-void reap_detached(bool all);
+/// Completes freed-but-active requests that have finished (MPI_Request_free).
+void reap_detached();
+/// MPI_Finalize, before the runtime goes: cancels freed receives that never matched (they
+/// would never complete), then reaps what has finished.
+void settle_detached_at_finalize();
+/// MPI_Finalize, once the runtime is gone: frees what is left without waiting for it.
+void discard_detached() noexcept;
 /// Waits until every buffered message (MPI_Bsend) has been sent, then detaches the buffer.
 void drain_buffered_sends() noexcept;
 

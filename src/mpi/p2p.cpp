@@ -1,6 +1,7 @@
 // Point-to-point communication, requests and their completion.
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -14,6 +15,13 @@ namespace {
 // Freed-but-active requests (MPI_Request_free): their buffers stay alive until they finish.
 std::mutex g_detached_mu;
 std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+// How many of them still write the program's memory when completed (a staged receive to unpack,
+// a collective's result): a count read without the lock, so every other call stays cheap.
+std::atomic<std::size_t> g_detached_unpacks{0};
+
+bool writes_on_completion(const sempi_mpi_request& r) {
+  return r.staged_recv != nullptr || static_cast<bool>(r.on_complete);
+}
 
 void check_tag(int tag, bool allow_any) {
   if (allow_any && tag == MPI_ANY_TAG) return;
@@ -240,13 +248,12 @@ sempi::Status exchange(const sempi::Communicator& c, const void* send, std::size
   return got;
 }
 
-void reap_detached(bool all) {
+void reap_detached() {
   std::lock_guard lock(g_detached_mu);
   for (auto it = g_detached.begin(); it != g_detached.end();) {
     bool done = true;
     try {
-      done = all ? (static_cast<void>((*it)->request.wait()), true)
-                 : (*it)->request.test().has_value();
+      done = (*it)->request.test().has_value();
     } catch (...) {  // nobody is left to report a freed request's error to
     }
     if (!done) {
@@ -255,8 +262,35 @@ void reap_detached(bool all) {
     }
     sempi_mpi_request* r = *it;
     it = g_detached.erase(it);
+    if (writes_on_completion(*r)) g_detached_unpacks.fetch_sub(1, std::memory_order_relaxed);
     complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (detached ones are not persistent)
   }
+}
+
+void reap_detached_unpacks() {
+  if (g_detached_unpacks.load(std::memory_order_relaxed) != 0) reap_detached();
+}
+
+void settle_detached_at_finalize() {
+  {
+    std::lock_guard lock(g_detached_mu);
+    for (sempi_mpi_request* r : g_detached) {
+      // A freed receive nothing matched will never complete: cancelled, as MPI_Finalize does
+      // with any receive still posted. Sends run on: finalize flushes what is queued.
+      if (r->kind == sempi_mpi_request::Kind::recv) r->request.cancel();
+    }
+  }
+  reap_detached();
+}
+
+void discard_detached() noexcept {
+  std::lock_guard lock(g_detached_mu);
+  for (sempi_mpi_request* r : g_detached) {
+    r->persistent = false;
+    release(nullptr, *r);
+  }
+  g_detached.clear();
+  g_detached_unpacks.store(0, std::memory_order_relaxed);
 }
 
 namespace {
@@ -268,7 +302,7 @@ void check_request_array(int count, MPI_Request requests[]) {
   if (count > 0) require_output(requests, "array_of_requests");
   check_count(count);
   for (int i = 0; i < count; ++i) request_of(requests[i]);
-  reap_detached(false);
+  reap_detached();
 }
 
 }  // namespace
@@ -445,7 +479,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   return guarded(MPI_COMM_WORLD, "MPI_Wait", [&] {
     require_output(request, "request");
     sempi_mpi_request* r = request_of(*request);
-    reap_detached(false);
+    reap_detached();
     if (r == nullptr) {
       empty_status(status);
       return MPI_SUCCESS;
@@ -460,7 +494,7 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
     require_output(request, "request");
     require_output(flag, "flag");
     sempi_mpi_request* r = request_of(*request);
-    reap_detached(false);
+    reap_detached();
     if (r == nullptr) {
       *flag = 1;
       empty_status(status);
@@ -614,6 +648,7 @@ int MPI_Request_free(MPI_Request* request) {
     r->persistent = false;  // so completion frees it
     std::lock_guard lock(g_detached_mu);
     g_detached.push_back(r);
+    if (writes_on_completion(*r)) g_detached_unpacks.fetch_add(1, std::memory_order_relaxed);
   });
 }
 

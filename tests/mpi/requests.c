@@ -162,6 +162,31 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Recv(&one, 1, MPI_INT, left, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   CHECK(one == left + 5000);
 
+  /* Request_free on a non-contiguous receive: once a later message from the same sender has
+     arrived (messages do not overtake), the freed receive's data is in the program's buffer,
+     before any MPI_Wait or MPI_Test. */
+  {
+    MPI_Datatype every_other;
+    CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+    CHECK_MPI(MPI_Type_commit(&every_other));
+    int strided[8] = {0};
+    int values[4] = {rank * 10 + 1, rank * 10 + 2, rank * 10 + 3, rank * 10 + 4};
+    int later = rank;
+    MPI_Request sends[2];
+    CHECK_MPI(MPI_Irecv(strided, 1, every_other, left, 96, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Request_free(&r));
+    CHECK_MPI(MPI_Isend(values, 4, MPI_INT, right, 96, MPI_COMM_WORLD, &sends[0]));
+    CHECK_MPI(MPI_Isend(&later, 1, MPI_INT, right, 95, MPI_COMM_WORLD, &sends[1]));
+    CHECK_MPI(MPI_Recv(&one, 1, MPI_INT, left, 95, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(one == left);
+    for (int k = 0; k < 4; ++k) {
+      CHECK(strided[2 * k] == left * 10 + k + 1);
+      CHECK(strided[2 * k + 1] == 0);
+    }
+    CHECK_MPI(MPI_Waitall(2, sends, MPI_STATUSES_IGNORE));
+    CHECK_MPI(MPI_Type_free(&every_other));
+  }
+
   /* Persistent requests, restarted several times; Startall and individual Start. */
   int psend = 0;
   int precv = -1;
