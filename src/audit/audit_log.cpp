@@ -251,7 +251,7 @@ void AuditLog::event(std::string_view action, bool success, std::string_view rea
   ::clock_gettime(CLOCK_REALTIME, &now);  // vDSO: no system call
   std::lock_guard lock(mu_);
   if (closed_) {
-    ++dropped_;
+    count_dropped();
     return;
   }
   render_queued(SIZE_MAX);  // the records captured before this one come first
@@ -274,7 +274,7 @@ void AuditLog::signed_event(std::string_view action, const nlohmann::ordered_jso
   ::clock_gettime(CLOCK_REALTIME, &now);
   std::lock_guard lock(mu_);
   if (closed_) {
-    ++dropped_;
+    count_dropped();
     return;
   }
   render_queued(SIZE_MAX);
@@ -300,7 +300,7 @@ void AuditLog::message(const MessageRecord& r) {
     ::clock_gettime(CLOCK_REALTIME, &now);
     std::lock_guard lock(mu_);
     if (closed_) {
-      ++dropped_;
+      count_dropped();
       return;
     }
     render_queued(SIZE_MAX);
@@ -336,13 +336,22 @@ void AuditLog::try_render_pending(std::size_t max) {
   if (lock.owns_lock()) render_queued(max);
 }
 
+void AuditLog::count_dropped() {
+  // Once: a rank that goes on after closing its chain may log much, and one line says it.
+  if (dropped_++ == 0) {
+    spdlog::warn("sempi: audit log {} is closed (its chain head is sealed): later records are "
+                 "not written",
+                 path_.string());
+  }
+}
+
 void AuditLog::render_queued(std::size_t max) {
   std::optional<std::chrono::steady_clock::time_point> now;  // read once, for the buffer's age
   for (std::size_t done = 0; done < max; ++done) {
     Captured* c = captured_.front();
     if (c == nullptr) break;
     if (closed_) {
-      ++dropped_;
+      count_dropped();
     } else {
       c->record.comm = c->comm;
       c->record.digest = c->has_digest ? &c->digest : nullptr;

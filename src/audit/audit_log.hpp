@@ -155,6 +155,11 @@ class AuditLog {
   /// The head after rendering everything captured so far.
   [[nodiscard]] ChainHead head();
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  /// Records offered after close(), not written (the first one is warned about).
+  [[nodiscard]] std::uint64_t dropped() const {
+    std::lock_guard lock(mu_);
+    return dropped_;
+  }
 
  private:
   // A message record as captured: MessageRecord with owned copies of what it points to.
@@ -183,6 +188,8 @@ class AuditLog {
   // The buffer holds flush_bytes, or its oldest record is older than max_age.
   [[nodiscard]] bool write_due(std::chrono::steady_clock::time_point now) const;
   void write_buffer();
+  // A record offered after close(): counted, and the first one warned about.
+  void count_dropped();
 
   mutable std::mutex mu_;  // rendering (the ring's consumer), chain, buffer and file
   CaptureRing<Captured> captured_{kMaxQueued};

@@ -45,7 +45,7 @@ struct LogFile {
 /// The longest line read whole. sempi's longest record is the seal, ~100 bytes a rank: 0.4 MB
 /// for sempirun's 4096 ranks.
 inline constexpr std::size_t kMaxRecordBytes = 8u << 20;
-/// The deepest nesting of a line parsed as JSON: sempi's records nest 4 deep.
+/// The deepest nesting of a line parsed as JSON: sempi's deepest record, the seal, nests 5.
 inline constexpr std::size_t kMaxRecordDepth = 16;
 
 /// Reads the file's records in order, one at a time, and passes each to `visit`, which returns

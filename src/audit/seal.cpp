@@ -1,5 +1,8 @@
 #include "audit/seal.hpp"
 
+#include <algorithm>
+
+#include "audit/audit_log.hpp"
 #include "common/hex.hpp"
 #include "pki/ossl.hpp"
 
@@ -13,9 +16,15 @@ std::string seal_message(std::string_view line_with_zeros) {
 
 std::optional<std::string> seal_message_of_line(std::string_view line,
                                                 std::string_view signature_hex) {
+  // Exactly as signed_event writes it: another spelling of the same digits (upper case)
+  // would change the line's bytes, and so its hash, without changing what is verified.
+  const bool canonical =
+      signature_hex.size() == AuditLog::kSignatureHexDigits &&
+      std::all_of(signature_hex.begin(), signature_hex.end(),
+                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
   const std::string field = "\"signature\":\"" + std::string(signature_hex) + "\"";
   const auto at = line.find(field);
-  if (signature_hex.empty() || at == std::string_view::npos ||
+  if (!canonical || at == std::string_view::npos ||
       line.find(field, at + 1) != std::string_view::npos) {
     return std::nullopt;
   }

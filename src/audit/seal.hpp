@@ -33,7 +33,8 @@ inline constexpr std::string_view kSealContext = "sempi audit seal v2\n";
 /// What the seal signature covers, given the record line with the signature's digits all '0'.
 std::string seal_message(std::string_view line_with_zeros);
 /// The same for the line as written, whose sempi.signature is `signature_hex`: nullopt unless
-/// "signature":"<signature_hex>" occurs in the line exactly once.
+/// that is 128 lower-case hex digits and "signature":"<signature_hex>" occurs in the line
+/// exactly once.
 std::optional<std::string> seal_message_of_line(std::string_view line,
                                                 std::string_view signature_hex);
 

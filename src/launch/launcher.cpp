@@ -348,16 +348,23 @@ class Launcher::Job {
   void start_audit(const pki::JobId& job) {
     seal_key_.emplace(audit::SealKey::generate());
     if (options_.audit_key_out) {
-      // First: a job whose key cannot be kept out of band does not run unpinned, nor leaves
-      // an empty log directory behind.
-      pki::write_file(*options_.audit_key_out, seal_key_->public_key_hex() + "\n", 0600);
+      // First, and never over an existing file (which may be another job's pinned key): a job
+      // whose key cannot be kept out of band does not run unpinned.
+      pki::write_new_file(*options_.audit_key_out, seal_key_->public_key_hex() + "\n", 0600);
     }
-    audit_dir_ = options_.audit_dir ? *options_.audit_dir
-                                    : std::filesystem::path("sempi-audit") / job.hex();
-    // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
-    audit_dir_ = pki::make_private_dir(audit_dir_);
-    audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
-                                     {job.hex(), std::nullopt, /*flush_each=*/true});
+    try {
+      audit_dir_ = options_.audit_dir ? *options_.audit_dir
+                                      : std::filesystem::path("sempi-audit") / job.hex();
+      // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
+      audit_dir_ = pki::make_private_dir(audit_dir_);
+      audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
+                                       {job.hex(), std::nullopt, /*flush_each=*/true});
+    } catch (...) {
+      // No log, no job: the key of a job that never ran is not kept.
+      std::error_code ignored;
+      if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
+      throw;
+    }
     heads_.assign(options_.size, std::nullopt);
     const auto rules = policy::Policy::compile(policy_);
     audit_->event(

@@ -248,9 +248,23 @@ sempi::Status exchange(const sempi::Communicator& c, const void* send, std::size
   return got;
 }
 
-void reap_detached() {
+namespace {
+// Set while this thread reaps: completing a request may run the program's code (a user
+// reduction querying its datatype), whose MPI calls must not reap again under the same lock.
+thread_local bool t_reaping = false;
+
+void reap(bool only_unpacks) {
+  if (t_reaping) return;
   std::lock_guard lock(g_detached_mu);
+  t_reaping = true;
+  struct Reset {
+    ~Reset() { t_reaping = false; }
+  } reset;
   for (auto it = g_detached.begin(); it != g_detached.end();) {
+    if (only_unpacks && !writes_on_completion(**it)) {
+      ++it;
+      continue;
+    }
     bool done = true;
     try {
       done = (*it)->request.test().has_value();
@@ -266,9 +280,12 @@ void reap_detached() {
     complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (detached ones are not persistent)
   }
 }
+}  // namespace
+
+void reap_detached() { reap(false); }
 
 void reap_detached_unpacks() {
-  if (g_detached_unpacks.load(std::memory_order_relaxed) != 0) reap_detached();
+  if (g_detached_unpacks.load(std::memory_order_relaxed) != 0) reap(true);
 }
 
 void settle_detached_at_finalize() {

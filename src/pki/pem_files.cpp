@@ -122,6 +122,46 @@ std::filesystem::path make_private_dir(const std::filesystem::path& dir) {
   return real;
 }
 
+namespace {
+
+// Writes all of `content` to `fd` and syncs it; the error text (errno) or "" on success.
+std::string write_all_and_sync(int fd, std::string_view content) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return "cannot write: " + errno_text(errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) return "cannot sync: " + errno_text(errno);
+  return "";
+}
+
+}  // namespace
+
+void write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  if ((mode & ~0777u) != 0) {
+    throw Error(ErrorClass::arg, "write_new_file: mode must be permission bits only");
+  }
+  Fd fd{::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+               static_cast<mode_t>(mode))};
+  if (fd.get() < 0) {
+    const int err = errno;
+    throw Error(ErrorClass::io, "cannot create " + path.string() + ": " + errno_text(err) +
+                                    (err == EEXIST ? " (give a new file)" : ""));
+  }
+  std::string failure;
+  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) failure = "cannot set its mode: " + errno_text(errno);
+  if (failure.empty()) failure = write_all_and_sync(fd.get(), content);
+  if (failure.empty() && fd.reset() != 0) failure = "cannot close: " + errno_text(errno);
+  if (!failure.empty()) {
+    ::unlink(path.c_str());
+    throw Error(ErrorClass::io, path.string() + ": " + failure);
+  }
+}
+
 void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   if ((mode & ~0777u) != 0) {
     throw Error(ErrorClass::arg, "write_file: mode must be permission bits only");
@@ -144,16 +184,10 @@ void write_file(const std::filesystem::path& path, std::string_view content, uns
     if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
       fail("cannot set the mode of " + tmp.string(), errno);
     }
-    std::size_t done = 0;
-    while (done < content.size()) {
-      const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("cannot write " + tmp.string(), errno);
-      }
-      done += static_cast<std::size_t>(n);
+    if (const std::string failure = write_all_and_sync(fd.get(), content); !failure.empty()) {
+      ::unlink(tmp.c_str());
+      throw Error(ErrorClass::io, tmp.string() + ": " + failure);
     }
-    if (::fsync(fd.get()) != 0) fail("cannot sync " + tmp.string(), errno);
     if (fd.reset() != 0) fail("cannot close " + tmp.string(), errno);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -19,6 +19,10 @@ std::filesystem::path make_private_dir(const std::filesystem::path& dir);
 /// in between. Throws sempi::Error(io).
 void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode);
 
+/// Creates `path`, which must not exist (nor be a symbolic link), with the given mode, and
+/// writes and syncs `content`. Throws sempi::Error(io); a partly written file is removed.
+void write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode);
+
 /// Reads a whole file (at most 1 MiB). Throws sempi::Error(config) naming the path.
 std::string read_file(const std::filesystem::path& path);
 

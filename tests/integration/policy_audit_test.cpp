@@ -257,6 +257,36 @@ TEST(Audit, KeyWrittenOutOfBandDetectsARewrittenDirectory) {
   EXPECT_NE(rewritten.output.find("bad_seal"), std::string::npos) << rewritten.output;
 }
 
+// The key file is another job's anchor if it exists: never replaced. And a job refused before
+// it has a log leaves no key behind.
+TEST(Audit, KeyFileIsNeverReplacedNorLeftByARefusedJob) {
+  TempDir dir;
+  const fs::path key_file = dir.path() / "pinned.key";
+  std::ofstream(key_file) << "an earlier job's key\n";
+  const auto taken = run_job({SEMPIRUN_PATH, "-n", "1", "--audit-dir",
+                              (dir.path() / "a").string(), "--audit-key-out", key_file.string(),
+                              "/bin/true"},
+                             90s);
+  EXPECT_EQ(taken.exit_code, 2) << taken.output;
+  EXPECT_NE(taken.output.find("File exists"), std::string::npos) << taken.output;
+  std::ifstream in(key_file);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "an earlier job's key");
+  EXPECT_FALSE(fs::exists(dir.path() / "a" / "launcher.jsonl")) << "a log of a job that did not run";
+
+  const fs::path used = dir.path() / "used";  // a directory that already holds a job's log
+  fs::create_directory(used);
+  fs::permissions(used, fs::perms::owner_all, fs::perm_options::replace);
+  std::ofstream(used / "launcher.jsonl") << "{}\n";
+  const fs::path fresh_key = dir.path() / "fresh.key";
+  const auto refused = run_job({SEMPIRUN_PATH, "-n", "1", "--audit-dir", used.string(),
+                                "--audit-key-out", fresh_key.string(), "/bin/true"},
+                               90s);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_FALSE(fs::exists(fresh_key)) << "the key of a job that never ran was kept";
+}
+
 TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   TempDir dir;
   const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -108,6 +109,7 @@ TEST(AuditLog, RecordsAreChainedJsonWithPrivateMode) {
   log->message(m);
   const ChainHead head = log->close();
   log->event("after.close", true);  // dropped, never written
+  EXPECT_EQ(log->dropped(), 1u);
 
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
@@ -502,6 +504,14 @@ TEST(AuditVerify, DetectsEachKindOfTampering) {
          const auto at = l.back().find(",\"signature\"");
          const auto end = l.back().find('"', l.back().find(":\"", at) + 2);
          l.back().insert(1, l.back().substr(at + 1, end - at) + ",");
+         write_lines(d / kLauncherFile, l);
+       }, "launcher.jsonl:3:bad_seal"},
+      {"seal-signature-case", [&](const fs::path& d) {
+         auto l = lines_of(d / kLauncherFile);
+         const auto at = l.back().find("\"signature\":\"") + 13;
+         for (std::size_t i = at; i < at + 128; ++i) {
+           l.back()[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(l.back()[i])));
+         }
          write_lines(d / kLauncherFile, l);
        }, "launcher.jsonl:3:bad_seal"},
       {"unsealed", [&](const fs::path& d) {
