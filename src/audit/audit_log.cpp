@@ -247,6 +247,16 @@ void AuditLog::finish(char* out, std::chrono::steady_clock::time_point now,
 
 void AuditLog::event(std::string_view action, bool success, std::string_view reason,
                      const nlohmann::ordered_json& fields) {
+  write_event(action, success, reason, fields, nullptr);
+}
+
+void AuditLog::signed_event(std::string_view action, const nlohmann::ordered_json& fields,
+                            const LineSigner& signer) {
+  write_event(action, true, {}, fields, &signer);
+}
+
+void AuditLog::write_event(std::string_view action, bool success, std::string_view reason,
+                           const nlohmann::ordered_json& fields, const LineSigner* signer) {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);  // vDSO: no system call
   std::lock_guard lock(mu_);
@@ -264,34 +274,16 @@ void AuditLog::event(std::string_view action, bool success, std::string_view rea
       extra += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
     }
   }
+  std::size_t signature_at = 0;
+  if (signer != nullptr) {  // zeros for now: finish() signs the line and writes them over
+    extra += ",\"signature\":\"";
+    signature_at = extra.size();
+    extra.append(kSignatureHexDigits, '0');
+    extra.push_back('"');
+  }
   char* out = begin(now, action, success, reason, extra.size());
-  finish(put(out, extra), std::chrono::steady_clock::now());
-}
-
-void AuditLog::signed_event(std::string_view action, const nlohmann::ordered_json& fields,
-                            const LineSigner& signer) {
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  std::lock_guard lock(mu_);
-  if (closed_) {
-    count_dropped();
-    return;
-  }
-  render_queued(SIZE_MAX);
-  std::string extra;
-  for (const auto& [key, value] : fields.items()) {
-    extra.push_back(',');
-    append_string(extra, key);
-    extra.push_back(':');
-    extra += value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
-  }
-  extra += ",\"signature\":\"";
-  const std::size_t signature_at = extra.size();
-  extra.append(kSignatureHexDigits, '0');
-  extra.push_back('"');
-  char* out = begin(now, action, true, {}, extra.size());
-  char* signature = out + signature_at;
-  finish(put(out, extra), std::chrono::steady_clock::now(), &signer, signature);
+  char* signature = signer != nullptr ? out + signature_at : nullptr;
+  finish(put(out, extra), std::chrono::steady_clock::now(), signer, signature);
 }
 
 void AuditLog::message(const MessageRecord& r) {

@@ -188,6 +188,9 @@ class AuditLog {
   // The buffer holds flush_bytes, or its oldest record is older than max_age.
   [[nodiscard]] bool write_due(std::chrono::steady_clock::time_point now) const;
   void write_buffer();
+  // event() and signed_event(): a record with `fields`, signed if `signer` is given.
+  void write_event(std::string_view action, bool success, std::string_view reason,
+                   const nlohmann::ordered_json& fields, const LineSigner* signer);
   // A record offered after close(): counted, and the first one warned about.
   void count_dropped();
 

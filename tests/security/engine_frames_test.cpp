@@ -88,14 +88,18 @@ class EngineUnderAttack {
     ASSERT_TRUE(peer_.client.write(bytes));
   }
 
+  /// Writes only a frame's header, announcing `length` payload bytes.
+  void send_header(FrameHeader h, std::uint64_t length) {
+    h.sequence = next_sequence_++;
+    h.length = length;
+    const auto encoded = transport::encode_frame_header(h);
+    ASSERT_TRUE(peer_.client.write(encoded));
+  }
   /// A frame whose header and payload travel in two TLS records. `between` runs once rank 0
   /// has read the header (and so waits for the payload), before the payload is written.
   void send_in_two(FrameHeader h, std::span<const std::uint8_t> payload,
                    const std::function<void()>& between) {
-    h.sequence = next_sequence_++;
-    h.length = payload.size();
-    const auto encoded = transport::encode_frame_header(h);
-    ASSERT_TRUE(peer_.client.write(encoded));
+    send_header(h, payload.size());
     wait_until_delivered();
     // The engine reads and handles a round's frames under its lock: once rank 0's socket is
     // empty, the header has been handled, and the next call into the engine comes after it.
@@ -239,9 +243,14 @@ const std::vector<HostileCase>& hostile_cases() {
        "DENY for unknown transfer 99"},
       // Start-up frames, sizes and payloads out of place.
       {"HelloAfterStartUp", [](auto& r) { r.send(FT::hello); }, "HELLO frame after start-up"},
+      // The header alone: refused before its payload, which would then meet a closed socket.
       {"EagerAboveTheEagerLimit",
        [](auto& r) {
-         r.send(FT::eager, bytes_of(std::vector<std::uint8_t>(detail::EngineConfig{}.eager_limit + 1)));
+         FrameHeader h;
+         h.type = FT::eager;
+         h.source = 1;
+         h.tag = kTag;
+         r.send_header(h, detail::EngineConfig{}.eager_limit + 1);
        },
        "eager message of " + std::to_string(detail::EngineConfig{}.eager_limit + 1) +
            " bytes exceeds the eager limit"},
