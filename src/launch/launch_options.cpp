@@ -46,14 +46,15 @@ constexpr const char* kUsage =
     "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
     "  2        bad usage, bad policy file, or PROGRAM cannot be executed\n"
     "  124      --timeout expired\n"
-    "  129/130/143  sempirun was interrupted by SIGHUP/SIGINT/SIGTERM\n"
+    "  129/130/143  sempirun was interrupted by SIGHUP/SIGINT/SIGTERM (a signal ignored\n"
+    "           when sempirun started, as under nohup, stays ignored, in the ranks too)\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
     "SIGKILL after 2 more seconds.\n";
 
 // Names sempirun sets itself; letting -x override them would misdirect a rank.
-constexpr std::array<std::string_view, 6> kReservedVariables = {
-    "SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",       "SEMPI_SIZE",
-    "SEMPI_JOB_ID",       "SEMPI_LOCAL_RANK", "SEMPI_LOCAL_SIZE"};
+constexpr std::array<std::string_view, 7> kReservedVariables = {
+    "SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",       "SEMPI_SIZE",      "SEMPI_JOB_ID",
+    "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE", "SEMPI_LOCAL_DIR"};
 
 [[noreturn]] void usage_error(const std::string& message) {
   throw Error(ErrorClass::config, message);

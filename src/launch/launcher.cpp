@@ -126,7 +126,16 @@ class SignalPipe {
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     // SIGHUP: a dropped ssh session must still end the job in order and seal its audit log.
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &action, &saved_[sig]);
+    // Unless it was ignored when we started (nohup, or SIGINT for `sempirun &` in a script):
+    // then the job keeps ignoring it, ranks included, as the user asked.
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      ::sigaction(sig, nullptr, &saved_[sig]);
+      if (saved_[sig].sa_handler == SIG_IGN) {
+        inherited_ignored_ |= std::uint64_t{1} << sig;
+        continue;
+      }
+      ::sigaction(sig, &action, nullptr);
+    }
     action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
     struct sigaction ignore {};
@@ -143,6 +152,8 @@ class SignalPipe {
   SignalPipe& operator=(const SignalPipe&) = delete;
 
   [[nodiscard]] int fd() const noexcept { return read_.get(); }
+  /// Bit N set: signal N was ignored when sempirun started, and stays ignored in the ranks.
+  [[nodiscard]] std::uint64_t inherited_ignored() const noexcept { return inherited_ignored_; }
 
   /// Drains the pipe; returns the set of signals received since the last call.
   std::set<int> take() {
@@ -163,6 +174,7 @@ class SignalPipe {
   UniqueFd read_;
   UniqueFd write_;
   struct sigaction saved_[NSIG] {};
+  std::uint64_t inherited_ignored_ = 0;
 };
 
 // --- process hygiene ------------------------------------------------------------------------
@@ -297,6 +309,7 @@ class Launcher::Job {
       request.env.push_back(std::string(kBootstrapFdVariable) + "=" +
                             std::to_string(kRankBootstrapFd));
       request.nofile_limit = nofile;
+      request.ignored_signals = signals.inherited_ignored();
       try {
         auto process = RankProcess::spawn(request);
         ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};
@@ -564,9 +577,11 @@ class Launcher::Job {
         cause(kExitTimeout, what, false);
       }
     }
-    if (blame_deadline_ && now >= *blame_deadline_) {
+    // The blamed peers did not exit in time, or every rank has exited and none of them was
+    // the cause (ranks that lost each other blame each other): report the first deferred
+    // failure as it is.
+    if (blame_deadline_ && (now >= *blame_deadline_ || running_ == 0)) {
       blame_deadline_.reset();
-      // The blamed peers did not exit in time: report the first deferred failure as it is.
       for (std::uint32_t r = 0; r < ranks_.size() && !exit_status_; ++r) {
         if (const auto& failure = ranks_[r]->deferred_failure) {
           fail_rank(r, failure->describe(), failure->shell_status());
@@ -637,13 +652,14 @@ class Launcher::Job {
     }
   }
 
-  // Every rank has been reaped. Children a rank left behind may still hold its output pipes:
-  // they do not outlive the job either.
+  // Every rank has been reaped. Children a rank left behind in its process group may still
+  // hold its output pipes: they do not outlive the job either. (A child that left the group,
+  // with setsid, is beyond reach: sempirun does not collect orphans.)
   void begin_drain(TimePoint now) {
     drain_deadline_ = now + kDrainGrace;
     for (auto& rank : ranks_) {
       if (rank->process.out().valid() || rank->process.err().valid()) {
-        rank->process.signal(SIGKILL);
+        rank->process.signal_group(SIGKILL);  // reaped: its pid may be another process's now
       }
     }
   }

@@ -78,7 +78,7 @@ constexpr int kStageExec = 2;
 // Runs in the child between fork and exec: system calls only (no allocation, no locks).
 [[noreturn]] void exec_child(pid_t launcher, int dev_null, int out, int err, int bootstrap,
                              int report, char* const* argv, char* const* envp,
-                             const rlimit* nofile) {
+                             const rlimit* nofile, std::uint64_t ignored_signals) {
   ::setpgid(0, 0);
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report, kStageSetup);
@@ -86,8 +86,12 @@ constexpr int kStageExec = 2;
 
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // SIGPIPE was ignored
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    const bool ignored = sig < 64 && ((ignored_signals >> sig) & 1u) != 0;
+    ::sigaction(sig, ignored ? &ign : &dfl, nullptr);  // SIGPIPE was ignored by sempirun itself
   }
   if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
 
@@ -166,7 +170,8 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     if (pid == 0) {
       exec_child(launcher, dev_null.get(), out.write.get(), err.write.get(), rank_end.get(),
                  report.write.get(), argv.data(), envp.data(),
-                 request.nofile_limit ? &*request.nofile_limit : nullptr);
+                 request.nofile_limit ? &*request.nofile_limit : nullptr,
+                 request.ignored_signals);
     }
   }
   if (pid < 0) throw_errno("cannot fork");
@@ -222,6 +227,10 @@ void RankProcess::signal(int signo) const noexcept {
   if (pid_ <= 0) return;
   ::kill(-pid_, signo);
   ::kill(pid_, signo);
+}
+
+void RankProcess::signal_group(int signo) const noexcept {
+  if (pid_ > 0) ::kill(-pid_, signo);
 }
 
 }  // namespace sempi::launch

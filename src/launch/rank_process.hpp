@@ -44,6 +44,9 @@ struct SpawnRequest {
   std::vector<std::string> env;   ///< complete environment, "NAME=VALUE"
   /// RLIMIT_NOFILE to restore in the child (the launcher raises its own soft limit).
   std::optional<rlimit> nofile_limit;
+  /// Bit N set: signal N stays ignored in the child (as sempirun inherited it); every other
+  /// signal gets its default action.
+  std::uint64_t ignored_signals = 0;
 };
 
 class RankProcess {
@@ -62,6 +65,9 @@ class RankProcess {
   /// Sends `signo` to the rank's process group (its children too) and to the rank itself, in
   /// case it left the group. Safe to call after the rank exited but before it was reaped.
   void signal(int signo) const noexcept;
+  /// Sends `signo` to the rank's process group only: for after the rank was reaped, when its
+  /// pid may belong to another process, but its group id cannot while the group has members.
+  void signal_group(int signo) const noexcept;
 
  private:
   RankProcess() = default;

@@ -67,6 +67,7 @@ struct RunOptions {
 struct ProcessSetup {
   fs::path cwd;                 // empty: ours
   bool unlimited_core = false;  // no limit on the size of a core dump
+  std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
 };
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -132,6 +133,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
       const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
       if (::setrlimit(RLIMIT_CORE, &unlimited) != 0) ::_exit(127);
     }
+    for (const int sig : setup.ignored_signals) ::signal(sig, SIG_IGN);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -445,6 +447,15 @@ TEST(Sempirun, SigtermTerminatesEveryRank) { expect_interrupt(SIGTERM, 143); }
 // A dropped login session ends the job in order too.
 TEST(Sempirun, SighupTerminatesEveryRank) { expect_interrupt(SIGHUP, 129); }
 
+// nohup: a signal ignored when sempirun starts stays ignored, by sempirun and by its ranks.
+TEST(Sempirun, SignalsIgnoredAtStartStayIgnored) {
+  const auto r = run_sempirun({"-n", "2", "sh", "-c", "kill -HUP $PPID; kill -HUP $$; echo survived"},
+                              {}, {.cwd = {}, .unlimited_core = false, .ignored_signals = {SIGHUP}});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "survived\nsurvived\n") << describe(r);
+  EXPECT_FALSE(contains(r.err, "interrupted")) << describe(r);
+}
+
 TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
   TempDir dir;
   const auto r = run_sempirun({"-n", "2", "sh", "-c",
@@ -464,7 +475,7 @@ TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
   const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 60"},
                               {.env = {"TMPDIR=" + dir.path().string()},
                                .on_output = signal_when_ready(2, SIGABRT)},
-                              {.cwd = dir.path(), .unlimited_core = true});
+                              {.cwd = dir.path(), .unlimited_core = true, .ignored_signals = {}});
   EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
   EXPECT_FALSE(r.core_dumped) << describe(r);
   for (const auto& entry : fs::directory_iterator(dir.path())) {
@@ -511,6 +522,7 @@ INSTANTIATE_TEST_SUITE_P(
                     UsageCase{{"--timeout", "0", "true"}, "--timeout must be between"},
                     UsageCase{{"--timeout", "soon", "true"}, "--timeout must be an integer"},
                     UsageCase{{"-x", "SEMPI_RANK=3", "true"}, "set by sempirun"},
+                    UsageCase{{"-x", "SEMPI_LOCAL_DIR=/elsewhere", "true"}, "set by sempirun"},
                     UsageCase{{"--audit-key-out", "", "true"},
                               "--audit-key-out requires a file name"},
                     UsageCase{{"--audit-key-out", "/nonexistent/dir/key", "true"},
@@ -584,12 +596,12 @@ TEST(Sempirun, DefaultAuditDirInADirectoryOthersCanChangeIsRefused) {
   const auto shared = dir.path() / "shared";
   ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
-  const auto r = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  const auto r = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false, .ignored_signals = {}});
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_TRUE(contains(r.err, shared.string() + " is writable by others")) << describe(r);
 
   ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // sticky, like /tmp: fine
-  const auto sticky = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false});
+  const auto sticky = run_sempirun({"true"}, {}, {.cwd = shared, .unlimited_core = false, .ignored_signals = {}});
   EXPECT_EQ(sticky.status, 0) << describe(sticky);
 }
 
@@ -631,6 +643,15 @@ TEST(SempirunEnrollment, RankExitingWithoutFinalizeFailsTheJob) {
       run_sempirun({"-n", "3", ENROLL_PROBE_PATH, "--mode", "no-finalize", "--only-rank", "1"});
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited without finalizing\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+// Ranks that lost each other blame each other: the launcher waits for the blamed rank's own
+// status, but once every rank has exited, one of the failures must be reported, at once.
+TEST(SempirunEnrollment, RanksBlamingEachOtherStillFailTheJob) {
+  const auto r = run_sempirun({"-n", "2", ENROLL_PROBE_PATH, "--mode", "blame-next"});
+  EXPECT_EQ(r.status, 5) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 0 ")) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 

@@ -197,6 +197,12 @@ int main(int argc, char** argv) {
     check_welcome(welcome, key, rank, size, job, endpoint);
 
     if (mode == "no-finalize") return 0;
+    if (mode == "blame-next") {
+      // As a rank whose connection to the next rank broke: it reports that peer lost, then
+      // fails (status 5 + rank). With every rank doing so, each blames another.
+      send(fd, {{"type", "peer_lost"}, {"peer", (rank + 1) % size}, {"reason", "probe"}});
+      return 5 + static_cast<int>(rank);
+    }
     if (mode == "early-audit-head") {
       // A chain head is reported only after finalize: before it, the launcher refuses it.
       send(fd, {{"type", "audit_head"}, {"audit_head", {{"seq", -1}, {"hash", std::string(64, '0')}}}});
