@@ -512,8 +512,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   const std::string dir_name = dir.dir.filename().empty() ? dir.dir.parent_path().filename().string()
                                                            : dir.dir.filename().string();
   if (!job.empty() && dir_name != job && dir_name.size() == job.size() &&
-      std::all_of(dir_name.begin(), dir_name.end(),
-                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+      is_lower_hex(dir_name)) {
     out.push_back({kLauncherFile, 1, "foreign",
                    "the logs are of job " + job + ", in the directory of job " + dir_name});
   }

@@ -1,7 +1,5 @@
 #include "audit/seal.hpp"
 
-#include <algorithm>
-
 #include "audit/audit_log.hpp"
 #include "common/hex.hpp"
 #include "pki/ossl.hpp"
@@ -19,9 +17,7 @@ std::optional<std::string> seal_message_of_line(std::string_view line,
   // Exactly as signed_event writes it: another spelling of the same digits (upper case)
   // would change the line's bytes, and so its hash, without changing what is verified.
   const bool canonical =
-      signature_hex.size() == AuditLog::kSignatureHexDigits &&
-      std::all_of(signature_hex.begin(), signature_hex.end(),
-                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+      signature_hex.size() == AuditLog::kSignatureHexDigits && is_lower_hex(signature_hex);
   const std::string field = "\"signature\":\"" + std::string(signature_hex) + "\"";
   const auto at = line.find(field);
   if (!canonical || at == std::string_view::npos ||

@@ -1,5 +1,7 @@
 #include "common/hex.hpp"
 
+#include <algorithm>
+
 namespace sempi {
 
 std::string to_hex(std::span<const std::uint8_t> bytes) {
@@ -11,6 +13,11 @@ std::string to_hex(std::span<const std::uint8_t> bytes) {
     out.push_back(kDigits[b & 0x0f]);
   }
   return out;
+}
+
+bool is_lower_hex(std::string_view text) noexcept {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 namespace {

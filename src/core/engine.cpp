@@ -761,12 +761,8 @@ void Engine::read_peer(Peer& peer) {
     std::string reason = peer.channel_ ? peer.channel_->failure().message() : ec.message();
     // After a GOODBYE only a close ends the channel honestly: a violation, or bytes the
     // channel refuses (a forged record, a broken frame or ring), are failures all the same.
-    if (!peer.violation_.empty()) {
-      reason = peer.violation_reason();
-      peer.said_goodbye_ = false;
-    } else if (ec != errc::connection_closed) {
-      peer.said_goodbye_ = false;
-    }
+    if (!peer.violation_.empty()) reason = peer.violation_reason();
+    if (!peer.violation_.empty() || ec != errc::connection_closed) peer.said_goodbye_ = false;
     fail_peer(peer, reason);
   }
 }

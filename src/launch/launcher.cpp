@@ -218,9 +218,7 @@ std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
     return std::nullopt;
   }
   const auto& text = hash->get_ref<const std::string&>();
-  if (text.size() != 64 || !std::all_of(text.begin(), text.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-      })) {
+  if (text.size() != 64 || !is_lower_hex(text)) {
     return std::nullopt;
   }
   return audit::ChainHead{seq->get<std::int64_t>(), text};
@@ -234,15 +232,11 @@ std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path
   const auto line = audit::last_complete_line(path);
   if (!line) return audit::ChainHead{-1, std::string(64, 'f')};  // unreadable: matches nothing
   if (line->empty()) return audit::ChainHead{};
-  const auto json = nlohmann::json::parse(*line, nullptr, false);
-  std::int64_t seq = -1;  // a line that is no record still has a hash to seal
-  if (const auto event = json.find("event"); json.is_object() && event != json.end()) {
-    if (const auto n = event->find("sequence");
-        event->is_object() && n != event->end() && n->is_number_integer()) {
-      seq = n->get<std::int64_t>();
-    }
-  }
-  return audit::ChainHead{seq, to_hex(audit::sha256(*line))};
+  // Its sequence number read as the verifier reads it; a line that is no record has seq -1
+  // and still a hash to seal.
+  audit::Record record;
+  record.json = nlohmann::json::parse(*line, nullptr, false);
+  return audit::ChainHead{record.seq(), to_hex(audit::sha256(*line))};
 }
 
 std::string utc_now() {

@@ -17,11 +17,6 @@ constexpr std::string_view kJobPrefix = "sempi://job/";
 constexpr std::string_view kRankPart = "/rank/";
 constexpr std::string_view kPolicyPart = "/policy/";
 
-bool is_lower_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 // Certificate text is attacker-controlled: quote it printable and bounded in messages.
 std::string quote(std::string_view s) {
   constexpr std::size_t kMax = 160;

@@ -122,25 +122,6 @@ std::filesystem::path make_private_dir(const std::filesystem::path& dir) {
   return real;
 }
 
-namespace {
-
-// Writes all of `content` to `fd` and syncs it; the error text (errno) or "" on success.
-std::string write_all_and_sync(int fd, std::string_view content) {
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return "cannot write: " + errno_text(errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) return "cannot sync: " + errno_text(errno);
-  return "";
-}
-
-}  // namespace
-
 void write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   if ((mode & ~0777u) != 0) {
     throw Error(ErrorClass::arg, "write_new_file: mode must be permission bits only");
@@ -152,14 +133,23 @@ void write_new_file(const std::filesystem::path& path, std::string_view content,
     throw Error(ErrorClass::io, "cannot create " + path.string() + ": " + errno_text(err) +
                                     (err == EEXIST ? " (give a new file)" : ""));
   }
-  std::string failure;
-  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) failure = "cannot set its mode: " + errno_text(errno);
-  if (failure.empty()) failure = write_all_and_sync(fd.get(), content);
-  if (failure.empty() && fd.reset() != 0) failure = "cannot close: " + errno_text(errno);
-  if (!failure.empty()) {
+  const auto fail = [&](const std::string& what, int err) {
     ::unlink(path.c_str());
-    throw Error(ErrorClass::io, path.string() + ": " + failure);
+    throw Error(ErrorClass::io, what + " " + path.string() + ": " + errno_text(err));
+  };
+  // The umask may have removed bits; never adds any beyond `mode`.
+  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) fail("cannot set the mode of", errno);
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write", errno);
+    }
+    done += static_cast<std::size_t>(n);
   }
+  if (::fsync(fd.get()) != 0) fail("cannot sync", errno);
+  if (fd.reset() != 0) fail("cannot close", errno);
 }
 
 void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
@@ -170,28 +160,12 @@ void write_file(const std::filesystem::path& path, std::string_view content, uns
   // Same directory, so rename() is atomic; a random suffix and O_EXCL defeat pre-planted files.
   const std::filesystem::path tmp =
       dir / ("." + path.filename().string() + ".tmp-" + JobId::random().hex().substr(0, 16));
-  const auto fail = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
-    throw Error(ErrorClass::io, what + ": " + errno_text(err));
-  };
-  {
-    Fd fd{::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-                 static_cast<mode_t>(mode))};
-    if (fd.get() < 0) {
-      throw Error(ErrorClass::io, "cannot create " + tmp.string() + ": " + errno_text(errno));
-    }
-    // The umask may have removed bits; never adds any beyond `mode`.
-    if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
-      fail("cannot set the mode of " + tmp.string(), errno);
-    }
-    if (const std::string failure = write_all_and_sync(fd.get(), content); !failure.empty()) {
-      ::unlink(tmp.c_str());
-      throw Error(ErrorClass::io, tmp.string() + ": " + failure);
-    }
-    if (fd.reset() != 0) fail("cannot close " + tmp.string(), errno);
-  }
+  write_new_file(tmp, content, mode);  // created with the final mode, removed if it fails
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    fail("cannot rename " + tmp.string() + " to " + path.string(), errno);
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorClass::io,
+                "cannot rename " + tmp.string() + " to " + path.string() + ": " + errno_text(err));
   }
 }
 
