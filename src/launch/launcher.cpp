@@ -28,6 +28,7 @@
 #include "launch/enrollment.hpp"
 #include "launch/job_socket_dir.hpp"
 #include "launch/output_forwarder.hpp"
+#include "launch/output_writer.hpp"
 #include "launch/rank_process.hpp"
 #include "pki/job_ca.hpp"
 #include "pki/job_id.hpp"
@@ -55,34 +56,8 @@ constexpr std::chrono::milliseconds kMaxPollWait{1000};
 constexpr std::size_t kMaxReportedText = 512;
 /// How long a failure blamed on a lost peer waits for that peer's own exit status.
 constexpr std::chrono::seconds kBlameGrace{3};
-
-// --- output ---------------------------------------------------------------------------------
-
-// Writes all of `data` to `fd`, one write() per piece unless the kernel takes less. Output that
-// cannot be delivered (EPIPE: the reader went away) is dropped so the job still runs to its end.
-void write_all(int fd, std::string_view data, bool& broken) {
-  while (!broken && !data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {  // someone handed us a non-blocking stdout
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, static_cast<int>(kMaxPollWait.count()));
-      continue;
-    }
-    broken = true;
-  }
-}
-
-bool g_stdout_broken = false;
-bool g_stderr_broken = false;
-
-void report(const std::string& message) {
-  write_all(STDERR_FILENO, "sempirun: " + message + "\n", g_stderr_broken);
-}
+/// How long the end of a job waits for a slow reader of its output before saying so.
+constexpr std::chrono::seconds kOutputNoticeDelay{1};
 
 // Text that came from a rank (abort reasons, endpoints in error messages) is shown on a
 // terminal and embedded in JSON: printable ASCII only, bounded.
@@ -152,6 +127,12 @@ class SignalPipe {
   SignalPipe& operator=(const SignalPipe&) = delete;
 
   [[nodiscard]] int fd() const noexcept { return read_.get(); }
+  /// Wakes the event loop from another thread: a byte that is no signal.
+  void wake() const noexcept {
+    const unsigned char byte = 0;
+    ssize_t ignored = ::write(write_.get(), &byte, 1);  // full pipe: a wake-up is pending anyway
+    (void)ignored;
+  }
   /// Bit N set: signal N was ignored when sempirun started, and stays ignored in the ranks.
   [[nodiscard]] std::uint64_t inherited_ignored() const noexcept { return inherited_ignored_; }
 
@@ -274,6 +255,11 @@ class Launcher::Job {
     const auto nofile = raise_fd_limit();
     check_fd_budget();
     SignalPipe signals;
+    // Declared after `signals`, so they are gone before the pipe their wake-ups write to.
+    OutputWriter out(STDOUT_FILENO, [&signals] { signals.wake(); });
+    OutputWriter err(STDERR_FILENO, [&signals] { signals.wake(); });
+    stdout_ = &out;
+    stderr_ = &err;
 
     // Before the first random bytes: OpenSSL then keeps its generators' state there too.
     pki::ensure_secure_heap();
@@ -307,7 +293,7 @@ class Launcher::Job {
       try {
         auto process = RankProcess::spawn(request);
         ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};
-        ranks_.push_back(std::make_unique<Rank>(std::move(process), fwd));
+        ranks_.push_back(std::make_unique<Rank>(std::move(process), fwd, out, err));
         pid_to_rank_[ranks_.back()->process.pid()] = r;
         ++running_;
       } catch (const Error& e) {
@@ -325,15 +311,17 @@ class Launcher::Job {
       rank->err.finish();
     }
     seal_audit();
+    deliver_output(signals);
     return exit_status_.value_or(0);
   }
 
  private:
   struct Rank {
-    Rank(RankProcess p, const ForwarderOptions& fwd)
+    Rank(RankProcess p, const ForwarderOptions& fwd, OutputWriter& out_writer,
+         OutputWriter& err_writer)
         : process(std::move(p)),
-          out(fwd, [](std::string_view s) { write_all(STDOUT_FILENO, s, g_stdout_broken); }),
-          err(fwd, [](std::string_view s) { write_all(STDERR_FILENO, s, g_stderr_broken); }) {}
+          out(fwd, [&out_writer](std::string_view s) { out_writer.write(s); }),
+          err(fwd, [&err_writer](std::string_view s) { err_writer.write(s); }) {}
     RankProcess process;
     BootstrapReader reader;
     OutputForwarder out;
@@ -500,12 +488,16 @@ class Launcher::Job {
       watches.clear();
       fds.push_back({signals.fd(), POLLIN, 0});
       watches.push_back({Source::signals, 0});
+      // Our reader is behind: leave the ranks' output in their pipes until it catches up (the
+      // writer wakes us then), so the ranks wait in their writes instead of our memory growing.
+      const bool hold_output = stdout_->congested() || stderr_->congested();
       for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
         Rank& rank = *ranks_[r];
         if (rank.process.bootstrap().valid() && rank.listening) {
           fds.push_back({rank.process.bootstrap().get(), POLLIN, 0});
           watches.push_back({Source::bootstrap, r});
         }
+        if (hold_output) continue;
         if (rank.process.out().valid()) {
           fds.push_back({rank.process.out().get(), POLLIN, 0});
           watches.push_back({Source::out, r});
@@ -543,6 +535,39 @@ class Launcher::Job {
       reap();
     }
   }
+
+  // After the seal: what the ranks wrote reaches our reader however slowly it reads. An
+  // interrupt discards the rest; the job's exit status stands.
+  void deliver_output(SignalPipe& signals) {
+    const auto notice_at = Clock::now() + kOutputNoticeDelay;
+    bool noticed = false;
+    for (;;) {
+      const bool out_done = stdout_->drained();  // both asked: each arms its own wake-up
+      const bool err_done = stderr_->drained();
+      if (out_done && err_done) return;
+      const auto now = Clock::now();
+      if (!noticed && now >= notice_at) {
+        noticed = true;
+        report(std::string("the job has ended; waiting for the reader of ") +
+               (out_done ? "stderr" : "stdout") +
+               " to take the rest of its output (interrupt to discard it)");
+      }
+      const auto wait = noticed ? kMaxPollWait
+                                : std::chrono::ceil<std::chrono::milliseconds>(notice_at - now);
+      pollfd p{signals.fd(), POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(wait.count()));
+      for (const int sig : signals.take()) {
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+          stdout_->abandon();
+          stderr_->abandon();
+          return;
+        }
+      }
+    }
+  }
+
+  // sempirun's own messages, in line with the ranks' stderr.
+  void report(const std::string& message) const { stderr_->write("sempirun: " + message + "\n"); }
 
   int poll_timeout_ms(TimePoint now) const {
     TimePoint next = now + kMaxPollWait;
@@ -895,6 +920,8 @@ class Launcher::Job {
   std::optional<Enrollment> enrollment_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<pid_t, std::uint32_t> pid_to_rank_;
+  OutputWriter* stdout_ = nullptr;  // set for the duration of run()
+  OutputWriter* stderr_ = nullptr;
   std::uint32_t running_ = 0;
   std::optional<int> exit_status_;
   std::optional<TimePoint> job_deadline_;

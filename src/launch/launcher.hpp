@@ -3,9 +3,10 @@
 // bootstrap channels, forwards their output, and tears the job down on the first failure, a
 // timeout or an interrupt.
 //
-// One thread; poll() over the bootstrap sockets, the output pipes and a self-pipe fed by the
-// SIGCHLD/SIGINT/SIGTERM handlers. Every wait has a deadline (teardown: abort message, SIGTERM
-// after 2 s, SIGKILL after 2 more).
+// One event-loop thread; poll() over the bootstrap sockets, the output pipes and a self-pipe fed
+// by the SIGCHLD/SIGINT/SIGTERM/SIGHUP handlers. Every wait has a deadline (teardown: abort
+// message, SIGTERM after 2 s, SIGKILL after 2 more). Our own stdout and stderr are written by
+// one OutputWriter thread each, so a reader that stops reading holds up none of that.
 //
 // Thread safety: run() installs process-wide signal handlers and forks; one Launcher per process,
 // run() called once, from a process with no other threads.

@@ -2,6 +2,7 @@
 
 sempi_test(launch_options_test SOURCES launch_options_test.cpp LIBS sempi::launch TIMEOUT 60)
 sempi_test(output_forwarder_test SOURCES output_forwarder_test.cpp LIBS sempi::launch TIMEOUT 60)
+sempi_test(output_writer_test SOURCES output_writer_test.cpp LIBS sempi::launch TIMEOUT 120)
 sempi_test(enrollment_test SOURCES enrollment_test.cpp LIBS sempi::launch TIMEOUT 120)
 
 # A rank that speaks the bootstrap protocol by hand (no sempi runtime).

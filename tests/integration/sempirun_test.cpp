@@ -61,6 +61,10 @@ struct RunOptions {
   std::vector<std::string> env;  // extra NAME=VALUE for sempirun itself
   // Called whenever stdout grows; may signal sempirun (its pid is passed).
   std::function<void(pid_t, const std::string& out)> on_output;
+  // While this returns true (given stderr so far), stdout is not read: a reader that stalls.
+  std::function<bool(const std::string& err)> hold_stdout;
+  // Called whenever stderr grows; may signal sempirun.
+  std::function<void(pid_t, const std::string& err)> on_error_output;
 };
 
 // Where and how sempirun's process starts.
@@ -80,6 +84,18 @@ std::vector<std::string> lines_of(const std::string& text) {
     start = end + 1;
   }
   return lines;
+}
+
+RunOptions with_env(std::vector<std::string> env) {
+  RunOptions options;
+  options.env = std::move(env);
+  return options;
+}
+
+RunOptions with_output(std::function<void(pid_t, const std::string&)> on_output) {
+  RunOptions options;
+  options.on_output = std::move(on_output);
+  return options;
 }
 
 std::string read_file(const fs::path& path) {
@@ -152,6 +168,11 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
       timed_out = true;
       break;
     }
+    // A negative descriptor is one poll() skips. Held only while stderr is open: once it is
+    // closed, sempirun is gone and its stdout's end is to be read.
+    const bool hold = options.hold_stdout && fds[1].fd >= 0 && options.hold_stdout(result.err);
+    if (fds[0].fd >= 0 && hold) fds[0].fd = ~fds[0].fd;
+    if (fds[0].fd < -1 && !hold) fds[0].fd = ~fds[0].fd;
     const int rc = ::poll(fds, 2, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
     for (int i = 0; i < 2; ++i) {
@@ -161,6 +182,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
       if (n > 0) {
         (i == 0 ? result.out : result.err).append(buf, static_cast<std::size_t>(n));
         if (i == 0 && options.on_output) options.on_output(pid, result.out);
+        if (i == 1 && options.on_error_output) options.on_error_output(pid, result.err);
       } else if (n == 0 || errno != EINTR) {
         ::close(fds[i].fd);
         fds[i].fd = -1;
@@ -173,6 +195,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     ADD_FAILURE() << "sempirun did not finish within the deadline; stderr so far:\n" << result.err;
   }
   for (auto& p : fds) {
+    if (p.fd < -1) p.fd = ~p.fd;  // held
     if (p.fd >= 0) ::close(p.fd);
   }
   int status = 0;
@@ -312,7 +335,7 @@ TEST(Sempirun, ForwardsAndSetsEnvironmentVariables) {
       run_sempirun({"-n", "2", "-x", "SEMPIRUN_TEST_FWD", "-x", "SEMPIRUN_TEST_SET=x=y", "-x",
                     "SEMPIRUN_TEST_OVER=1", "-x", "SEMPIRUN_TEST_OVER=2", "sh", "-c",
                     "echo \"$SEMPIRUN_TEST_FWD|$SEMPIRUN_TEST_SET|$SEMPIRUN_TEST_OVER\""},
-                   {.env = {"SEMPIRUN_TEST_FWD=forwarded value"}, .on_output = {}});
+                   with_env({"SEMPIRUN_TEST_FWD=forwarded value"}));
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(lines_of(r.out),
             (std::vector<std::string>{"forwarded value|x=y|2", "forwarded value|x=y|2"}));
@@ -329,7 +352,7 @@ TEST(Sempirun, ForwardingAnUnsetVariableWarns) {
 
 TEST(Sempirun, InheritedSempiVariablesAreReplaced) {
   const auto r = run_sempirun({"sh", "-c", "echo $SEMPI_RANK $SEMPI_SIZE"},
-                              {.env = {"SEMPI_RANK=77", "SEMPI_SIZE=99"}, .on_output = {}});
+                              with_env({"SEMPI_RANK=77", "SEMPI_SIZE=99"}));
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.out, "0 1\n");
 }
@@ -418,6 +441,45 @@ TEST(Sempirun, TimeoutTearsDownTheJob) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+// sempirun's stdout goes to a reader that stops reading (a paused pager): the job still times
+// out, its ranks are stopped and its audit log is sealed. Only then does sempirun wait for the
+// reader, and says so; the reader then gets every line, whole.
+constexpr const char* kWaitingForStdout = "waiting for the reader of stdout";
+
+TEST(Sempirun, AStalledReaderHoldsUpNeitherTimeoutNorSeal) {
+  TempDir dir;
+  const auto audit = dir.path() / "audit";
+  RunOptions stalled;
+  stalled.hold_stdout = [](const std::string& err) { return !contains(err, kWaitingForStdout); };
+  const auto r = run_sempirun(
+      {"-n", "2", "--timeout", "2", "--audit-dir", audit.string(), "yes", "sempi"}, stalled);
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_TRUE(contains(r.err, "job exceeded --timeout 2 s")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+  const auto log = lines_of(read_file(audit / "launcher.jsonl"));
+  ASSERT_FALSE(log.empty());
+  EXPECT_TRUE(contains(log.back(), "\"audit.seal\"")) << log.back();
+  const auto lines = lines_of(r.out);
+  EXPECT_GT(lines.size(), 100000u);  // more than a pipe holds: it waited in sempirun
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "sempi"), std::ssize(lines));
+}
+
+// ... and an interrupt while it waits discards the rest at once; the job's status stands.
+TEST(Sempirun, AnInterruptDiscardsOutputNobodyReads) {
+  RunOptions stalled;
+  stalled.hold_stdout = [](const std::string&) { return true; };
+  stalled.on_error_output = [sent = false](pid_t pid, const std::string& err) mutable {
+    if (!sent && contains(err, kWaitingForStdout)) {
+      sent = true;
+      ::kill(pid, SIGINT);
+    }
+  };
+  const auto r = run_sempirun({"-n", "2", "--timeout", "2", "yes", "sempi"}, stalled);
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_TRUE(contains(r.err, kWaitingForStdout)) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
 TEST(Sempirun, TimeoutNotReachedIsSuccess) {
   const auto r = run_sempirun({"-n", "2", "--timeout", "30", "true"});
   EXPECT_EQ(r.status, 0) << describe(r);
@@ -429,7 +491,7 @@ void expect_interrupt(int signo, int expected_status) {
   const auto r = run_sempirun(
       {"-n", "3", "--audit-dir", audit.string(), "sh", "-c",
        "echo $$ > " + dir.path().string() + "/pid.$SEMPI_RANK; echo ready; exec sleep 60"},
-      {.env = {}, .on_output = signal_when_ready(3, signo)});
+      with_output(signal_when_ready(3, signo)));
   EXPECT_EQ(r.status, expected_status) << describe(r);
   EXPECT_TRUE(contains(r.err, "sempirun: interrupted; terminating the job\n")) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
@@ -461,7 +523,7 @@ TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
   const auto r = run_sempirun({"-n", "2", "sh", "-c",
                                "trap '' TERM; echo $$ > " + dir.path().string() +
                                    "/pid.$SEMPI_RANK; echo ready; while :; do sleep 1; done"},
-                              {.env = {}, .on_output = signal_when_ready(2, SIGINT)});
+                              with_output(signal_when_ready(2, SIGINT)));
   EXPECT_EQ(r.status, 130) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
   expect_all_gone(dir.path(), 2);
@@ -472,9 +534,10 @@ TEST(Sempirun, RanksIgnoringSigtermAreKilled) {
 TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
   TempDir dir;
   // Killed, the launcher cannot remove the job's socket directory: keep it in `dir`.
+  RunOptions abort_when_ready = with_env({"TMPDIR=" + dir.path().string()});
+  abort_when_ready.on_output = signal_when_ready(2, SIGABRT);
   const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 60"},
-                              {.env = {"TMPDIR=" + dir.path().string()},
-                               .on_output = signal_when_ready(2, SIGABRT)},
+                              abort_when_ready,
                               {.cwd = dir.path(), .unlimited_core = true, .ignored_signals = {}});
   EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
   EXPECT_FALSE(r.core_dumped) << describe(r);
@@ -487,10 +550,10 @@ TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
 TEST(Sempirun, JobSocketDirectoryIsRemovedWhenTheJobEnds) {
   TempDir tmp;
   const auto ok = run_sempirun({"-n", "2", "sh", "-c", "test -d \"$SEMPI_LOCAL_DIR\""},
-                               {.env = {"TMPDIR=" + tmp.path().string()}, .on_output = {}});
+                               with_env({"TMPDIR=" + tmp.path().string()}));
   EXPECT_EQ(ok.status, 0) << describe(ok);
   const auto killed = run_sempirun({"-n", "2", "sh", "-c", "kill -KILL $$"},
-                                   {.env = {"TMPDIR=" + tmp.path().string()}, .on_output = {}});
+                                   with_env({"TMPDIR=" + tmp.path().string()}));
   EXPECT_EQ(killed.status, 128 + SIGKILL) << describe(killed);
   EXPECT_TRUE(fs::is_empty(tmp.path()));
 }
