@@ -261,11 +261,12 @@ std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bo
     error.code = ec;
     return nullptr;
   }
-  error = channel->adopt_rings();
-  if (error.code) return nullptr;
   error = channel->start_record_layer(is_client, rekey_after);
   if (error.code) return nullptr;
   error = channel->exchange_hello(deadline);
+  if (error.code) return nullptr;
+  // The peer's memory is looked at only once its certificate and HELLO have been checked.
+  error = channel->adopt_rings();
   if (error.code) return nullptr;
   error = channel->start_rings(is_client);
   if (error.code) return nullptr;

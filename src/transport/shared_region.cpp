@@ -63,14 +63,21 @@ std::unique_ptr<SharedRegion> SharedRegion::create(std::size_t ring_bytes, std::
 }
 
 std::unique_ptr<SharedRegion> SharedRegion::adopt(UniqueFd fd, std::string& error) {
+  // Seals first: once SHRINK and GROW are set the size can never change again, so the size
+  // read next is the size the mapping will have. Read the other way round, the peer could
+  // shrink the file between the two calls and then seal it, and our first access past its
+  // new end would be a SIGBUS. F_GET_SEALS also refuses anything but a memfd before fstat.
+  const int seals = ::fcntl(fd.get(), F_GET_SEALS);
+  if (seals < 0 || (static_cast<unsigned>(seals) & kRequiredSeals) != kRequiredSeals) {
+    error = "the peer's shared rings are not a sealed memfd";
+    return nullptr;
+  }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     error = errno_text("fstat of the peer's shared rings");
     return nullptr;
   }
-  const int seals = ::fcntl(fd.get(), F_GET_SEALS);
-  if (!S_ISREG(st.st_mode) || seals < 0 ||
-      (static_cast<unsigned>(seals) & kRequiredSeals) != kRequiredSeals) {
+  if (!S_ISREG(st.st_mode)) {
     error = "the peer's shared rings are not a sealed memfd";
     return nullptr;
   }

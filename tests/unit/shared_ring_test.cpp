@@ -7,13 +7,31 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <functional>
 #include <vector>
 
 #include "transport/ring_stream.hpp"
+
+// The test links with -Wl,--wrap=fstat: a hostile peer can then act between two of the
+// adopter's system calls, deterministically.
+namespace {
+std::function<void(int)> g_after_fstat;  // runs once, after the next fstat()
+}  // namespace
+extern "C" int __real_fstat(int fd, struct stat* st);
+extern "C" int __wrap_fstat(int fd, struct stat* st) {
+  const int rc = __real_fstat(fd, st);
+  if (g_after_fstat) {
+    const auto hook = std::move(g_after_fstat);
+    g_after_fstat = nullptr;
+    hook(fd);
+  }
+  return rc;
+}
 
 namespace sempi::transport {
 namespace {
@@ -115,6 +133,28 @@ TEST(SharedRegion, AdoptRefusesAnythingButASealedMemfdOfTheRightSize) {
   ASSERT_EQ(::ftruncate(odd.get(), SharedRegion::kControlBytes + 2 * (kRing + 4096)), 0);
   ASSERT_EQ(::fcntl(odd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
   EXPECT_FALSE(SharedRegion::adopt(std::move(odd), error));
+}
+
+// The peer hands over an unsealed memfd of the right size, and shrinks and seals it while we
+// look at it. Whichever of our calls it slips between, we must not map a size we did not see
+// sealed: the first access past the file's new end would kill us with SIGBUS.
+TEST(SharedRegion, AdoptCannotBeRacedIntoMappingPastTheEndOfTheFile) {
+  UniqueFd racing(::memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  ASSERT_EQ(::ftruncate(racing.get(), SharedRegion::kControlBytes + 2 * kRing), 0);
+  bool raced = false;
+  g_after_fstat = [&raced](int fd) {
+    raced = ::ftruncate(fd, 4096) == 0 &&
+            ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0;
+  };
+  std::string error;
+  auto region = SharedRegion::adopt(std::move(racing), error);
+  const bool hook_ran = g_after_fstat == nullptr;
+  g_after_fstat = nullptr;
+  EXPECT_FALSE(region) << "mapped a file the peer shrank to 4096 bytes (raced: " << raced << ")";
+  // Either the unsealed file was refused before fstat, or the race could not be run.
+  if (hook_ran) {
+    EXPECT_FALSE(raced);
+  }
 }
 
 TEST(SharedRegion, RingsShrinkWithTheJobSoThatARanksRingsStayWithinTheBudget) {
