@@ -33,7 +33,7 @@ PackedLayout layout_of(int n, const void* buf, const int counts[], const int dis
     if (missing_buffer(buf, counts[i], *type, displs[i])) {
       fail(MPI_ERR_BUFFER, "null buffer for block " + std::to_string(i));
     }
-    const auto bytes = static_cast<std::size_t>(counts[i] * type->size);
+    const auto bytes = static_cast<std::size_t>(data_bytes(counts[i], *type));
     l.bytes.push_back(bytes);
     l.displs.push_back(l.total);
     l.types.push_back(type);

@@ -61,15 +61,16 @@ std::optional<BasicType> to_basic_type(Basic b) {
 }
 
 std::size_t bytes_of(std::int64_t count, const TypeMap& t) {
-  return static_cast<std::size_t>(count * t.size);
+  return static_cast<std::size_t>(data_bytes(count, t));
 }
 
 // --- plain data movement -------------------------------------------------------------------------
 
 // Data to send: the user's memory if contiguous, else packed into `staging`.
 const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Staging& staging) {
-  if (t.contiguous()) return count * t.size == 0 ? buf : at(buf, t.blocks[0].offset);
-  staging.allocate(bytes_of(count, t));
+  const std::size_t bytes = bytes_of(count, t);
+  if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(bytes);
   t.pack(at(buf, 0), count, staging.data.get());
   return staging.data.get();
 }
@@ -78,8 +79,9 @@ const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Sta
 // With `preload`, the staging area starts with the buffer's current contents (IN_PLACE).
 void* recv_view(void* buf, std::int64_t count, const TypeMap& t, Staging& staging,
                 bool preload = false) {
-  if (t.contiguous()) return count * t.size == 0 ? buf : at(buf, t.blocks[0].offset);
-  staging.allocate(bytes_of(count, t));
+  const std::size_t bytes = bytes_of(count, t);
+  if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
+  staging.allocate(bytes);
   if (preload) t.pack(at(buf, 0), count, staging.data.get());
   return staging.data.get();
 }

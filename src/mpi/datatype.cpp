@@ -51,14 +51,6 @@ MPI_Datatype new_type(std::shared_ptr<const TypeMap> map, Envelope made_by) {
   return t.release();
 }
 
-std::shared_ptr<const TypeMap> hvector(int count, int blocklength, std::int64_t stride,
-                                       const TypeMap& old) {
-  const std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
-  std::vector<std::int64_t> displacements(static_cast<std::size_t>(count));
-  for (int i = 0; i < count; ++i) displacements[static_cast<std::size_t>(i)] = i * stride;
-  return TypeMap::hindexed(lengths, displacements, old);
-}
-
 std::shared_ptr<const TypeMap> subarray(int ndims, const int sizes[], const int subsizes[],
                                         const int starts[], int order, const TypeMap& old) {
   // Dimension k of the loop below runs from the fastest-varying one outwards.
@@ -68,10 +60,10 @@ std::shared_ptr<const TypeMap> subarray(int ndims, const int sizes[], const int 
   std::int64_t offset = 0;
   for (int k = 0; k < ndims; ++k) {
     const int d = dim(k);
-    t = k == 0 ? hvector(1, subsizes[d], 0, old)
-               : hvector(subsizes[d], 1, stride, *t);
-    offset += starts[d] * stride;
-    stride *= sizes[d];
+    t = k == 0 ? TypeMap::hvector(1, subsizes[d], 0, old)
+               : TypeMap::hvector(subsizes[d], 1, stride, *t);
+    offset = checked_add(offset, checked_mul(starts[d], stride));
+    stride = checked_mul(stride, sizes[d]);
   }
   const std::vector<std::int64_t> one{1};
   const std::vector<std::int64_t> at_start{offset};
@@ -92,7 +84,7 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) 
     const auto& old = type_of(oldtype, false);
     check_count(count);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(1, count, 0, *old),
+    *newtype = new_type(TypeMap::hvector(1, count, 0, *old),
                         envelope(MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype}));
   });
 }
@@ -104,7 +96,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
     check_count(count);
     check_lengths(1, &blocklength);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(count, blocklength, stride * old->extent(), *old),
+    const std::int64_t byte_stride = checked_mul(stride, old->extent());
+    *newtype = new_type(TypeMap::hvector(count, blocklength, byte_stride, *old),
                         envelope(MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype}));
   });
 }
@@ -116,7 +109,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
     check_count(count);
     check_lengths(1, &blocklength);
     require_output(newtype, "newtype");
-    *newtype = new_type(hvector(count, blocklength, stride, *old),
+    *newtype = new_type(TypeMap::hvector(count, blocklength, stride, *old),
                         envelope(MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype}));
   });
 }
@@ -131,7 +124,7 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
     std::vector<std::int64_t> lengths(blocklengths, blocklengths + count);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
-      displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
+      displs[static_cast<std::size_t>(i)] = checked_mul(displacements[i], old->extent());
     }
     std::vector<int> integers{count};
     append(integers, blocklengths, count);
@@ -172,7 +165,7 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
     std::vector<std::int64_t> lengths(static_cast<std::size_t>(count), blocklength);
     std::vector<std::int64_t> displs(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
-      displs[static_cast<std::size_t>(i)] = displacements[i] * old->extent();
+      displs[static_cast<std::size_t>(i)] = checked_mul(displacements[i], old->extent());
     }
     std::vector<int> integers{count, blocklength};
     append(integers, displacements, count);
@@ -226,7 +219,8 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              MPI_Datatype* newtype) {
   return guarded(MPI_COMM_WORLD, "MPI_Type_create_subarray", [&] {
     const auto& old = type_of(oldtype, false);
-    if (ndims <= 0) fail(MPI_ERR_ARG, "ndims must be positive");
+    if (ndims < 0) fail(MPI_ERR_COUNT, "negative ndims " + std::to_string(ndims));
+    if (ndims == 0) fail(MPI_ERR_ARG, "ndims must be positive");
     require_input(sizes, "array_of_sizes");
     require_input(subsizes, "array_of_subsizes");
     require_input(starts, "array_of_starts");
@@ -356,9 +350,11 @@ int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf
     const auto& t = type_of(datatype);
     check_count(incount);
     require_output(position, "position");
-    const std::int64_t need = incount * t->size;
+    const std::int64_t need = data_bytes(incount, *t);
     if (need > 0 && outbuf == nullptr) fail(MPI_ERR_BUFFER, "null output buffer");
-    if (*position < 0 || *position + need > outsize) {
+    if (outsize < 0) fail(MPI_ERR_ARG, "negative outsize " + std::to_string(outsize));
+    if (*position < 0) fail(MPI_ERR_ARG, "negative position " + std::to_string(*position));
+    if (*position + need > outsize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Pack needs " + std::to_string(need) + " bytes at position " +
                                  std::to_string(*position) + " of a buffer of " +
                                  std::to_string(outsize));
@@ -376,7 +372,7 @@ int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int o
     const auto& t = type_of(datatype);
     check_count(outcount);
     require_output(position, "position");
-    const std::int64_t need = outcount * t->size;
+    const std::int64_t need = data_bytes(outcount, *t);
     if (need > 0 && inbuf == nullptr) fail(MPI_ERR_BUFFER, "null input buffer");
     if (missing_buffer(outbuf, outcount, *t)) fail(MPI_ERR_BUFFER, "null output buffer");
     if (*position < 0 || *position + need > insize) {
@@ -395,7 +391,7 @@ int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int* size) 
     const auto& t = type_of(datatype);
     check_count(incount);
     require_output(size, "size");
-    const std::int64_t n = incount * t->size;
+    const std::int64_t n = data_bytes(incount, *t);
     if (n > INT_MAX) fail(MPI_ERR_COUNT, "the packed size exceeds INT_MAX");
     *size = static_cast<int>(n);
   });

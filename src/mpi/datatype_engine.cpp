@@ -3,8 +3,30 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
+
+#include "sempi/error.hpp"
 
 namespace sempi::mpi {
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
+                                     std::to_string(a) + " * " + std::to_string(b) + ")");
+  }
+  return r;
+}
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) {
+    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
+                                     std::to_string(a) + " + " + std::to_string(b) + ")");
+  }
+  return r;
+}
+
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -34,13 +56,21 @@ struct Bounds {
   std::int64_t true_lb = kMax, true_ub = kMin;
   void add(const TypeMap& old, std::int64_t displacement, std::int64_t count) {
     if (count <= 0) return;
-    const std::int64_t last = displacement + (count - 1) * old.extent();
+    const std::int64_t last = checked_add(displacement, checked_mul(count - 1, old.extent()));
     const auto lower = [](std::int64_t a, std::int64_t b) { return std::min(a, b); };
     const auto upper = [](std::int64_t a, std::int64_t b) { return std::max(a, b); };
-    lb.add(std::min(displacement + old.lb, last + old.lb), old.explicit_lb, lower);
-    ub.add(std::max(displacement + old.ub, last + old.ub), old.explicit_ub, upper);
-    true_lb = std::min({true_lb, displacement + old.true_lb, last + old.true_lb});
-    true_ub = std::max({true_ub, displacement + old.true_ub, last + old.true_ub});
+    lb.add(std::min(checked_add(displacement, old.lb), checked_add(last, old.lb)),
+           old.explicit_lb, lower);
+    ub.add(std::max(checked_add(displacement, old.ub), checked_add(last, old.ub)),
+           old.explicit_ub, upper);
+    // The true bounds are those of the bytes the type touches: a member without data (an
+    // empty type, markers only) moves lb and ub but not them (MPI 3.1 section 4.1.8, and
+    // Open MPI). Reductions and MPI_BOTTOM checks find a contiguous type's data by them.
+    if (old.size == 0) return;
+    true_lb = std::min({true_lb, checked_add(displacement, old.true_lb),
+                        checked_add(last, old.true_lb)});
+    true_ub = std::max({true_ub, checked_add(displacement, old.true_ub),
+                        checked_add(last, old.true_ub)});
   }
   void store(TypeMap& t) const {
     if (lb.empty) return;  // empty typemap: all bounds stay 0
@@ -48,8 +78,11 @@ struct Bounds {
     t.ub = ub.value;
     t.explicit_lb = lb.is_explicit;
     t.explicit_ub = ub.is_explicit;
-    t.true_lb = true_lb;
-    t.true_ub = true_ub;
+    (void)checked_add(t.ub, -t.lb);  // extent() must not overflow
+    if (true_lb <= true_ub) {  // else no member has data: they stay 0
+      t.true_lb = true_lb;
+      t.true_ub = true_ub;
+    }
   }
 };
 
@@ -57,32 +90,50 @@ struct Bounds {
 
 std::int64_t TypeMap::elements() const {
   std::int64_t n = 0;
-  for (const auto& r : runs) n += r.count;
+  for (const auto& r : runs) n += r.count;  // bounded: size is, and each element has a byte
   return n;
 }
 
 void TypeMap::append_block(std::int64_t offset, std::int64_t length) {
   if (length == 0) return;
+  const std::int64_t end = checked_add(offset, length);
+  size = checked_add(size, length);
   if (!blocks.empty() && blocks.back().offset + blocks.back().length == offset) {
-    blocks.back().length += length;
+    blocks.back().length = end - blocks.back().offset;
   } else {
+    if (blocks.size() >= kMaxBlocks) throw std::bad_alloc();
     blocks.push_back({offset, length});
   }
-  size += length;
 }
 
 void TypeMap::append_run(const Run& run) {
   if (run.count == 0) return;
   if (!runs.empty() && runs.back().basic == run.basic) {
-    runs.back().count += run.count;
+    runs.back().count = checked_add(runs.back().count, run.count);
   } else {
+    if (runs.size() >= kMaxBlocks) throw std::bad_alloc();
     runs.push_back(run);
   }
 }
 
 void TypeMap::append_instance(const TypeMap& old, std::int64_t displacement) {
-  for (const auto& b : old.blocks) append_block(displacement + b.offset, b.length);
+  for (const auto& b : old.blocks) append_block(checked_add(displacement, b.offset), b.length);
   for (const auto& r : old.runs) append_run(r);
+}
+
+void TypeMap::append_instances(const TypeMap& old, std::int64_t displacement,
+                               std::int64_t count) {
+  if (count <= 0 || old.size == 0) return;  // nothing but bounds, which Bounds keeps
+  // Instances of a contiguous type of one basic type form one block and one run: no loop, so
+  // MPI_Type_contiguous(1 << 30, MPI_BYTE), the usual way to send large messages, is cheap.
+  if (old.contiguous() && old.runs.size() == 1) {
+    append_block(checked_add(displacement, old.blocks[0].offset), checked_mul(count, old.size));
+    append_run({old.runs[0].basic, old.runs[0].size, checked_mul(count, old.runs[0].count)});
+    return;
+  }
+  const std::int64_t extent = old.extent();
+  (void)checked_add(displacement, checked_mul(count - 1, extent));  // then no step overflows
+  for (std::int64_t j = 0; j < count; ++j) append_instance(old, displacement + j * extent);
 }
 
 void TypeMap::pack(const std::byte* base, std::int64_t count, std::byte* out) const {
@@ -157,6 +208,35 @@ std::shared_ptr<const TypeMap> TypeMap::pair(Basic b, Basic value, std::int64_t 
   return t;
 }
 
+std::shared_ptr<const TypeMap> TypeMap::hvector(std::int64_t count, std::int64_t blocklength,
+                                                std::int64_t stride, const TypeMap& old) {
+  auto t = std::make_shared<TypeMap>();
+  Bounds bounds;
+  if (count > 0) (void)checked_mul(count - 1, stride);  // then no i * stride overflows
+  // Blocks that do not touch stay apart: refuse at once what would pass kMaxBlocks, before
+  // gigabytes are spent on the way there.
+  const bool blocks_touch = old.contiguous() && stride == checked_mul(blocklength, old.extent());
+  if (!blocks_touch && old.size > 0 && blocklength > 0 &&
+      static_cast<std::uint64_t>(count) > kMaxBlocks) {
+    throw std::bad_alloc();
+  }
+  if (blocks_touch) {  // the blocks are one run of instances: no loop over them
+    const std::int64_t instances = checked_mul(count, blocklength);
+    t->append_instances(old, 0, instances);
+    bounds.add(old, 0, instances);
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) {
+      t->append_instances(old, i * stride, blocklength);
+      bounds.add(old, i * stride, blocklength);
+    }
+  }
+  bounds.store(*t);
+  t->align = old.align;
+  t->reduce_basic = old.reduce_basic;
+  t->reduce_count = checked_mul(old.reduce_count, checked_mul(count, blocklength));
+  return t;
+}
+
 std::shared_ptr<const TypeMap> TypeMap::hindexed(std::span<const std::int64_t> blocklengths,
                                                  std::span<const std::int64_t> displacements,
                                                  const TypeMap& old) {
@@ -164,16 +244,14 @@ std::shared_ptr<const TypeMap> TypeMap::hindexed(std::span<const std::int64_t> b
   Bounds bounds;
   std::int64_t instances = 0;
   for (std::size_t i = 0; i < blocklengths.size(); ++i) {
-    for (std::int64_t j = 0; j < blocklengths[i]; ++j) {
-      t->append_instance(old, displacements[i] + j * old.extent());
-    }
+    t->append_instances(old, displacements[i], blocklengths[i]);
     bounds.add(old, displacements[i], blocklengths[i]);
-    instances += blocklengths[i];
+    instances = checked_add(instances, blocklengths[i]);
   }
   bounds.store(*t);
   t->align = old.align;
   t->reduce_basic = old.reduce_basic;
-  t->reduce_count = old.reduce_count * instances;
+  t->reduce_count = checked_mul(old.reduce_count, instances);
   return t;
 }
 
@@ -185,9 +263,7 @@ std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> 
   bool first = true;
   for (std::size_t i = 0; i < blocklengths.size(); ++i) {
     const TypeMap& old = *types[i];
-    for (std::int64_t j = 0; j < blocklengths[i]; ++j) {
-      t->append_instance(old, displacements[i] + j * old.extent());
-    }
+    t->append_instances(old, displacements[i], blocklengths[i]);
     bounds.add(old, displacements[i], blocklengths[i]);
     if (blocklengths[i] == 0) continue;
     t->align = std::max(t->align, old.align);
@@ -197,14 +273,16 @@ std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> 
     } else if (t->reduce_basic != old.reduce_basic) {
       t->reduce_basic = Basic::none;
     }
-    t->reduce_count += old.reduce_count * blocklengths[i];
+    t->reduce_count = checked_add(t->reduce_count, checked_mul(old.reduce_count, blocklengths[i]));
   }
   if (t->reduce_basic == Basic::none) t->reduce_count = 0;
   bounds.store(*t);
   // Like a C struct, the extent is padded to a multiple of the strictest member alignment,
   // unless a member's marker fixes the upper bound.
   const std::int64_t ext = t->extent();
-  if (!t->explicit_ub && ext > 0 && ext % t->align != 0) t->ub += t->align - ext % t->align;
+  if (!t->explicit_ub && ext > 0 && ext % t->align != 0) {
+    t->ub = checked_add(t->ub, t->align - ext % t->align);
+  }
   return t;
 }
 
@@ -212,7 +290,7 @@ std::shared_ptr<const TypeMap> TypeMap::resized(const TypeMap& old, std::int64_t
                                                 std::int64_t extent) {
   auto t = std::make_shared<TypeMap>(old);
   t->lb = lb;
-  t->ub = lb + extent;
+  t->ub = checked_add(lb, extent);
   t->explicit_lb = true;
   t->explicit_ub = true;
   return t;

@@ -76,12 +76,20 @@ class TypeMap {
   /// element.
   [[nodiscard]] std::int64_t elements_in(std::int64_t bytes) const;
 
+  /// Most blocks one type may have (16 bytes each): a type that would need more is refused
+  /// with std::bad_alloc (MPI_ERR_NO_MEM) before the memory is taken.
+  static constexpr std::size_t kMaxBlocks = std::size_t{1} << 26;
+
   // --- constructors (MPI semantics; arguments are validated by the caller) ----------------
+  // Sizes, extents and offsets that would not fit in 64 bits throw sempi::Error (class arg).
   static std::shared_ptr<const TypeMap> basic(Basic b, std::int64_t size, std::int64_t align);
   /// A pair { value; int } with the value's size and the int's offset in the C struct.
   static std::shared_ptr<const TypeMap> pair(Basic b, Basic value, std::int64_t value_size,
                                              std::int64_t int_offset, std::int64_t extent,
                                              std::int64_t align);
+  /// `count` blocks of `blocklength` instances of `old`, `stride` bytes apart.
+  static std::shared_ptr<const TypeMap> hvector(std::int64_t count, std::int64_t blocklength,
+                                                std::int64_t stride, const TypeMap& old);
   static std::shared_ptr<const TypeMap> hindexed(std::span<const std::int64_t> blocklengths,
                                                  std::span<const std::int64_t> displacements,
                                                  const TypeMap& old);
@@ -95,7 +103,13 @@ class TypeMap {
   void append_block(std::int64_t offset, std::int64_t length);
   void append_run(const Run& run);
   void append_instance(const TypeMap& old, std::int64_t displacement);
+  /// `count` instances of `old` laid end to end from `displacement`.
+  void append_instances(const TypeMap& old, std::int64_t displacement, std::int64_t count);
 };
+
+/// a * b and a + b, or sempi::Error (class arg) if the result does not fit in 64 bits.
+std::int64_t checked_mul(std::int64_t a, std::int64_t b);
+std::int64_t checked_add(std::int64_t a, std::int64_t b);
 
 /// Size in bytes and name ("MPI_INT") of a basic type.
 const char* basic_name(Basic b) noexcept;

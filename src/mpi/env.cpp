@@ -468,6 +468,19 @@ bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
          displacement + type.true_lb < kLowestMappedAddress;
 }
 
+std::int64_t data_bytes(std::int64_t count, const TypeMap& type) {
+  std::int64_t bytes = 0;
+  std::int64_t span = 0;
+  if (count > 0 && (__builtin_mul_overflow(count, type.size, &bytes) ||
+                    __builtin_mul_overflow(count - 1, type.extent(), &span) ||
+                    __builtin_add_overflow(span, type.true_ub, &span))) {
+    fail(MPI_ERR_COUNT, std::to_string(count) + " elements of a type of " +
+                            std::to_string(type.size) + " bytes and extent " +
+                            std::to_string(type.extent()) + " do not fit in 64 bits");
+  }
+  return bytes;
+}
+
 namespace {
 void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
   if (missing_buffer(buf, count, type)) {
@@ -478,7 +491,7 @@ void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
 
 SendBuffer::SendBuffer(const void* buf, std::int64_t count, const TypeMap& type) {
   check_buffer(buf, count, type);
-  bytes = static_cast<std::size_t>(count * type.size);
+  bytes = static_cast<std::size_t>(data_bytes(count, type));
   if (type.contiguous()) {
     ptr = bytes == 0 ? buf : at(buf, type.blocks[0].offset);
     return;
@@ -491,7 +504,7 @@ SendBuffer::SendBuffer(const void* buf, std::int64_t count, const TypeMap& type)
 RecvBuffer::RecvBuffer(void* buf, std::int64_t n, std::shared_ptr<const TypeMap> t)
     : user(buf), count(n), type(std::move(t)) {
   check_buffer(buf, count, *type);
-  capacity = static_cast<std::size_t>(count * type->size);
+  capacity = static_cast<std::size_t>(data_bytes(count, *type));
   if (type->contiguous()) {
     ptr = capacity == 0 ? buf : at(buf, type->blocks[0].offset);
     return;

@@ -95,7 +95,9 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* mess
 
 int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
               MPI_Status* status) {
-  const ErrhandlerSlot slot = errhandler_slot_of_message(*message);
+  // A null `message` is refused by require_output, with the world's handler.
+  const ErrhandlerSlot slot =
+      errhandler_slot_of_message(message != nullptr ? *message : MPI_MESSAGE_NULL);
   return guarded_handler(slot->load(), "MPI_Mrecv", [&] {
     require_output(message, "message");
     check_count(count);
@@ -107,7 +109,9 @@ int MPI_Mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
 
 int MPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
                MPI_Request* request) {
-  const ErrhandlerSlot slot = errhandler_slot_of_message(*message);
+  // A null `message` is refused by require_output, with the world's handler.
+  const ErrhandlerSlot slot =
+      errhandler_slot_of_message(message != nullptr ? *message : MPI_MESSAGE_NULL);
   return guarded_handler(slot->load(), "MPI_Imrecv", [&] {
     require_output(message, "message");
     require_output(request, "request");

@@ -280,6 +280,10 @@ struct RecvBuffer {
 /// are reported before memory is touched.
 bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
                     std::int64_t displacement = 0);
+/// Bytes of data in `count` instances of `type`. MPI_ERR_COUNT if that, or the memory the
+/// instances span, does not fit in 64 bits: no staging buffer is then sized by a wrapped
+/// product.
+std::int64_t data_bytes(std::int64_t count, const TypeMap& type);
 
 void to_mpi_status(const Status& in, MPI_Status* out) noexcept;
 void empty_status(MPI_Status* out) noexcept;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -32,7 +33,8 @@ void check_tag(int tag, bool allow_any) {
 Request start_send(const Communicator& comm, const void* buf, int count, const TypeMap& type,
                    int dest, int tag, bool synchronous, std::unique_ptr<SendBuffer>& keep) {
   check_tag(tag, false);
-  auto data = std::make_unique<SendBuffer>(buf, count, type);
+  // Nothing goes to MPI_PROC_NULL: the buffer is not read (nor packed), as in Open MPI.
+  auto data = std::make_unique<SendBuffer>(buf, dest == MPI_PROC_NULL ? 0 : count, type);
   Request r = synchronous ? comm.issend_bytes(data->ptr, data->bytes, dest, tag)
                           : comm.isend_bytes(data->ptr, data->bytes, dest, tag);
   if (data->staging.data) keep = std::move(data);
@@ -68,7 +70,7 @@ int blocking_send(const char* function, bool synchronous, const void* buf, int c
   return guarded(comm, function, [&] {
     const auto& c = comm_of(comm);
     check_count(count);
-    const SendBuffer data(buf, count, *type_of(datatype));
+    const SendBuffer data(buf, dest == MPI_PROC_NULL ? 0 : count, *type_of(datatype));
     check_tag(tag, false);
     if (synchronous) {
       c.ssend_bytes(data.ptr, data.bytes, dest, tag);
@@ -416,7 +418,7 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     const auto& type = type_of(datatype);
     // The outgoing data is always copied: the same buffer receives meanwhile.
     Staging out;
-    const auto bytes = static_cast<std::size_t>(count * type->size);
+    const auto bytes = static_cast<std::size_t>(data_bytes(count, *type));
     out.allocate(bytes);
     {
       const SendBuffer view(buf, count, *type);
@@ -465,8 +467,8 @@ int MPI_Get_count(const MPI_Status* status, MPI_Datatype datatype, int* count) {
     const MPI_Count bytes = status->sempi_bytes;
     if (type->size == 0) {
       *count = 0;
-    } else if (bytes % type->size != 0) {
-      *count = MPI_UNDEFINED;
+    } else if (bytes % type->size != 0 || bytes / type->size > INT_MAX) {
+      *count = MPI_UNDEFINED;  // not whole elements, or more than an int holds (MPI 3.1 3.2.5)
     } else {
       *count = static_cast<int>(bytes / type->size);
     }
@@ -479,7 +481,7 @@ int MPI_Get_elements(const MPI_Status* status, MPI_Datatype datatype, int* count
     require_input(status, "status");
     require_output(count, "count");
     const auto n = type->elements_in(status->sempi_bytes);
-    *count = n < 0 ? MPI_UNDEFINED : static_cast<int>(n);
+    *count = n < 0 || n > INT_MAX ? MPI_UNDEFINED : static_cast<int>(n);
   });
 }
 

@@ -82,6 +82,15 @@ static void local_reduction(void) {
   CHECK(inout[0] == 11 && inout[1] == 22);
 }
 
+/* A null message handle: MPI_ERR_ARG, not a crash (Open MPI 4.1 raises MPI_ERR_REQUEST on
+ * MPI_COMM_NULL, whose handler is fatal). */
+static void matched_receives(void) {
+  int value = 0;
+  MPI_Request request;
+  EXPECT_ARG(MPI_Mrecv(&value, 1, MPI_INT, NULL, MPI_STATUS_IGNORE));
+  EXPECT_ARG(MPI_Imrecv(&value, 1, MPI_INT, NULL, &request));
+}
+
 int main(int argc, char** argv) {
   int rank;
   int size;
@@ -92,6 +101,7 @@ int main(int argc, char** argv) {
   vector_collectives(rank);
   packing();
   local_reduction();
+  matched_receives();
 
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   CHECK_MPI(MPI_Finalize());

@@ -1,8 +1,9 @@
 /* sempi-specific half of tests/mpi/null_outputs.c: null output arguments for which Open MPI 4.1
  * crashes (MPI_Get_count, MPI_Iprobe, MPI_Error_class, nonblocking collectives) or answers
  * another class (MPI_ERR_GROUP, _TYPE, _REQUEST, _INFO for the handle a call creates or an array
- * of requests; success for MPI_Status_set_elements). sempi, like MPICH, reports each as
- * MPI_ERR_ARG. Run with null_outputs_sempi.json (allow all). */
+ * of requests). sempi, like MPICH, reports each as MPI_ERR_ARG. (A null status for
+ * MPI_Status_set_elements is MPI_STATUS_IGNORE here, as in Open MPI, and succeeds; see
+ * datatype_bounds.c.) Run with null_outputs_sempi.json (allow all). */
 #include "../mpitest.h"
 
 static void add_ints(void* in, void* inout, int* len, MPI_Datatype* type) {
@@ -48,7 +49,6 @@ static void requests(int rank) {
   CHECK_MPI(MPI_Recv(&got, 1, MPI_INT, 0, 0, MPI_COMM_SELF, &status));
   CHECK(got == rank + 100);
   EXPECT_ARG(MPI_Get_count(&status, MPI_INT, NULL));
-  EXPECT_ARG(MPI_Status_set_elements(NULL, MPI_INT, 1));
   EXPECT_ARG(MPI_Waitall(1, NULL, MPI_STATUSES_IGNORE));
   EXPECT_ARG(MPI_Startall(1, NULL));
 }
