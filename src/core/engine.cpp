@@ -319,10 +319,13 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
             " bytes): " + policy::verdict_text(verdict);
         complete(*request, ErrorClass::policy, message);
         if (collective) {
-          // Every member denies the same collective, so nobody will send what this rank's
-          // receives of it wait for: fail the receives pending on the collective context
-          // rather than leave the collective blocked. (A denied collective leaves the
-          // communicator's collective sequence broken anyway, as any failed collective does.)
+          // This rank's part of the collective ends here: fail its receives pending on the
+          // collective context rather than leave them blocked. (A denied collective leaves
+          // the communicator's collective sequence broken anyway, as any failed collective
+          // does.) Members whose own checks pass may still wait for the message refused
+          // here: an operation or communicator denial is the same on every member, but a
+          // size or segmentation denial need not be (config/README.md, "Size limits and
+          // collectives").
           for (auto it = posted_.begin(); it != posted_.end();) {
             if ((*it)->context == context) {
               complete(**it, ErrorClass::policy, message);
@@ -1132,7 +1135,6 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
     log->message(r);
   }
   if (!enforce) return Admit::allow;
-  last_denial_ = verdict;
   if (std::string_view(direction) == "receive" && policy()->action() == policy::Action::abort &&
       bootstrap_fd_ >= 0) {
     // The launcher tears the job down and reports this reason.
@@ -1160,6 +1162,7 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
   if (verdict == Verdict::allow) return Admit::allow;
   const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
                                    header.tag, bytes, header.sequence, "receive");
+  if (decision == Admit::deny) peer.last_refusal_ = verdict;  // the DENY's reason
   if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
     // The frame handler sees the violation and fails the channel (see Peer::cut_off).
     peer.violation_ = kCutOffAsHostile;
@@ -1167,14 +1170,14 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
   return decision;
 }
 
-void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous) {
+void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous, Verdict reason_verdict) {
   if (!peer.channel_ || peer.failed_) return;
   FrameHeader header;
   header.type = FrameType::deny;
   header.source = static_cast<std::uint32_t>(config_.world_rank);
   header.aux = id;
   if (synchronous) header.flags = flags::kSynchronous;
-  const std::string_view reason = policy::verdict_text(last_denial_);  // static text
+  const std::string_view reason = policy::verdict_text(reason_verdict);  // static text
   peer.channel_->enqueue(header, {reinterpret_cast<const std::uint8_t*>(reason.data()),
                                   std::min(reason.size(), kMaxDenyReason)},
                          nullptr);
@@ -1208,6 +1211,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
       ++it;
       continue;
     }
+    it->refusal = verdict;
     refused.splice(refused.end(), unexpected_, it++);
   }
   for (const Unexpected& message : refused) {
@@ -1216,9 +1220,9 @@ void Engine::decide_undecided(std::uint32_t base_context) {
     if (peer == nullptr || peer->failed_) continue;
     account_unexpected(*peer, -message.budget_cost());
     if (message.rendezvous) {
-      send_deny(*peer, message.rendezvous_id, false);
+      send_deny(*peer, message.rendezvous_id, false, message.refusal);
     } else if (message.synchronous) {
-      send_deny(*peer, message.sync_id, true);
+      send_deny(*peer, message.sync_id, true, message.refusal);
     }
     // Refusals decided late count like those decided on arrival (see admit).
     if (!peer->failed_ && ++peer->refusals_ == kRefusalsBeforeCutoff) {
@@ -1417,7 +1421,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       if (inflight_admit_ == Admit::deny) {
         inflight_admit_ = Admit::allow;
         // A synchronous sender waits for an acknowledgement: tell it instead.
-        if ((header.flags & flags::kSynchronous) != 0) e.send_deny(*this, header.aux, true);
+        if ((header.flags & flags::kSynchronous) != 0) {
+          e.send_deny(*this, header.aux, true, last_refusal_);
+        }
         return {};
       }
       if (inflight_admit_ == Admit::allow) {
@@ -1465,7 +1471,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       const Admit admit = e.admit(*this, header);
       if (cut_off()) return errc::frame_unexpected;
       if (admit == Admit::deny) {
-        e.send_deny(*this, id, false);  // instead of CTS: the sender's request fails, no hang
+        e.send_deny(*this, id, false, last_refusal_);  // instead of CTS: the sender fails, no hang
         return {};
       }
       if (admit == Admit::allow) {

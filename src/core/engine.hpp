@@ -216,6 +216,7 @@ class Engine {
     std::uint16_t op = 0;
     std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
     bool undecided = false;    // arrived before its communicator existed here: see above
+    policy::Verdict refusal = policy::Verdict::allow;  // why it was refused, when it was
 
     /// What this entry holds against its peer's unexpected budget: its payload plus a fixed
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
@@ -285,6 +286,7 @@ class Engine {
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
     std::string violation_;
     std::uint32_t refusals_ = 0;  // its messages the policy refused
+    policy::Verdict last_refusal_ = policy::Verdict::allow;  // why its latest frame was refused
     // A violation fails the channel as soon as the frame handler returns.
     [[nodiscard]] bool cut_off() const { return !violation_.empty(); }
     [[nodiscard]] std::string violation_reason() const {
@@ -351,7 +353,7 @@ class Engine {
   Admit on_denial(policy::Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
                   std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
                   const char* direction);
-  void send_deny(Peer& peer, std::uint64_t id, bool synchronous);  // reason: last_denial_
+  void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   void decide_undecided(std::uint32_t base_context);
   void audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
                      int tag, std::uint64_t bytes, std::uint64_t msg,
@@ -398,7 +400,6 @@ class Engine {
   mutable std::uint32_t last_entry_key_ = 0;
   std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();
   std::uint64_t next_self_msg_ = 1;  // message ids of sends to self (audit)
-  policy::Verdict last_denial_ = policy::Verdict::allow;  // reason sent with the next DENY
 
   int bootstrap_fd_ = -1;
   launch::BootstrapReader bootstrap_reader_;

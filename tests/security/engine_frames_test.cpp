@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <future>
 #include <sstream>
 #include <string>
@@ -572,6 +573,51 @@ TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
   EXPECT_EQ(next->status.error, ErrorClass::peer_failed);
   EXPECT_NE(next->error_message.find("cut off as hostile"), std::string::npos)
       << next->error_message;
+}
+
+// Refused messages decided together (at registration) are each answered with their own
+// reason, not the reason of the last one decided.
+TEST(EngineFrames, EachDenyNamesItsOwnMessagesReason) {
+  const std::string text = R"({"version": 1, "mode": "enforce", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"},
+      {"name": "limited", "members": "*", "collectives": "*", "p2p_tags": [5],
+       "max_message_bytes": 4}],
+    "limits": {}, "audit": {"messages": "off"}})";
+  EngineUnderAttack rank0({}, std::make_shared<const policy::Policy>(policy::Policy::compile(
+                                  policy::PolicyDocument::parse(text, "test"))));
+  rank0.engine().register_comm(*rank0.world());
+  FrameHeader early;  // synchronous: each waits for an answer
+  early.type = FrameType::eager;
+  early.context = kRank0Context;
+  early.source = 1;
+  early.flags = transport::frame_flags::kSynchronous;
+  early.tag = 9;  // not allowed on "limited"
+  early.aux = 101;
+  rank0.send(early, text_bytes("ok"));
+  early.tag = 5;  // allowed, but too large
+  early.aux = 102;
+  rank0.send(early, text_bytes("ten bytes!"));
+  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so are they
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  auto limited =
+      std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "limited");
+  rank0.engine().register_comm(*limited);
+
+  std::map<std::uint64_t, std::string> reasons;
+  for (std::uint64_t sequence = 1; sequence <= 2; ++sequence) {
+    std::vector<std::uint8_t> payload;
+    FrameHeader deny;
+    ASSERT_TRUE(rank0.client().read_frame(payload, sequence, &deny));
+    ASSERT_EQ(deny.type, FrameType::deny);
+    reasons[deny.aux] = std::string(payload.begin(), payload.end());
+  }
+  EXPECT_EQ(reasons[101], policy::verdict_text(policy::Verdict::deny_tag));
+  EXPECT_EQ(reasons[102], policy::verdict_text(policy::Verdict::deny_size));
 }
 
 // The same decision for an eager message whose header came before its communicator existed
