@@ -94,11 +94,14 @@ bool ranges_contain(const std::vector<std::pair<int, int>>& ranges, int value) n
   return value >= it->first && value <= it->second;
 }
 
-bool parse_int(std::string_view text, int& out) {
-  if (text.empty()) return false;
+// A whole decimal int: std::errc() on success, result_out_of_range for digits an int cannot
+// hold, invalid_argument otherwise.
+std::errc parse_int(std::string_view text, int& out) {
+  if (text.empty()) return std::errc::invalid_argument;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end;
+  if (ec == std::errc() && ptr != end) return std::errc::invalid_argument;
+  return ec;
 }
 
 // "5" or "2-7" (both inclusive). Returns false with a reason on a malformed item.
@@ -107,17 +110,21 @@ bool parse_range_text(std::string_view text, int max, std::pair<int, int>& out,
   const auto dash = text.find('-');
   int lo = 0;
   int hi = 0;
+  std::errc ec{};
   if (dash == std::string_view::npos) {
-    if (!parse_int(text, lo)) {
-      why = "'" + std::string(text) + "' is not a number or a range like \"0-3\"";
-      return false;
-    }
+    ec = parse_int(text, lo);
     hi = lo;
-  } else if (!parse_int(text.substr(0, dash), lo) || !parse_int(text.substr(dash + 1), hi)) {
-    why = "'" + std::string(text) + "' is not a range like \"0-3\"";
+  } else {
+    ec = parse_int(text.substr(0, dash), lo);
+    if (ec == std::errc()) ec = parse_int(text.substr(dash + 1), hi);
+  }
+  if (ec == std::errc::invalid_argument) {
+    why = "'" + std::string(text) + (dash == std::string_view::npos
+                                         ? "' is not a number or a range like \"0-3\""
+                                         : "' is not a range like \"0-3\"");
     return false;
   }
-  if (lo < 0 || hi > max) {
+  if (ec == std::errc::result_out_of_range || lo < 0 || hi > max) {
     why = "'" + std::string(text) + "' is outside 0.." + std::to_string(max);
     return false;
   }
@@ -127,6 +134,18 @@ bool parse_range_text(std::string_view text, int max, std::pair<int, int>& out,
   }
   out = {lo, hi};
   return true;
+}
+
+// A JSON integer within 0..max. Unsigned values are read as such: 18446744073709551615 is
+// out of range, not -1.
+std::optional<int> integer_within(const nlohmann::json& value, int max) {
+  if (value.is_number_unsigned()) {
+    const auto n = value.get<std::uint64_t>();
+    return n <= static_cast<std::uint64_t>(max) ? std::optional<int>(static_cast<int>(n))
+                                                : std::nullopt;
+  }
+  const auto n = value.get<long long>();
+  return n >= 0 && n <= max ? std::optional<int>(static_cast<int>(n)) : std::nullopt;
 }
 
 bool valid_group_name(std::string_view name) {
@@ -221,6 +240,8 @@ struct PolicyParser {
         std::vector<std::string> names(allowed.begin(), allowed.end());
         issue(path + "/" + escape_pointer(key),
               "unknown key '" + key + "' (allowed: " + join(names) + ")");
+      } else if (key == "comment" && !value.is_string()) {
+        issue(path + "/comment", "must be a string");
       }
     }
   }
@@ -242,7 +263,8 @@ struct PolicyParser {
   }
 
   std::optional<std::uint64_t> byte_count(const nlohmann::json& value, const std::string& path) {
-    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<long long>() >= 0)) {
+    if (!value.is_number_unsigned() &&
+        !(value.is_number_integer() && value.get<long long>() >= 0)) {
       issue(path, "must be a non-negative integer (bytes)");
       return std::nullopt;
     }
@@ -256,12 +278,12 @@ struct PolicyParser {
       std::pair<int, int> range;
       std::string why;
       if (v.is_number_integer()) {
-        const auto n = v.get<long long>();
-        if (n < 0 || n > kMaxPolicyRank) {
-          issue(p, "rank " + std::to_string(n) + " is outside 0.." + std::to_string(kMaxPolicyRank));
+        const auto n = integer_within(v, kMaxPolicyRank);
+        if (!n) {
+          issue(p, "rank " + v.dump() + " is outside 0.." + std::to_string(kMaxPolicyRank));
           return;
         }
-        set.ranges.emplace_back(static_cast<int>(n), static_cast<int>(n));
+        set.ranges.emplace_back(*n, *n);
       } else if (v.is_string() && v.get_ref<const std::string&>() == "*") {
         set.all = true;
       } else if (v.is_string()) {
@@ -429,12 +451,12 @@ struct PolicyParser {
             std::pair<int, int> range;
             std::string why;
             if (v.is_number_integer()) {
-              const auto n = v.get<long long>();
-              if (n < 0 || n > TAG_UB) {
-                issue(p, "tag " + std::to_string(n) + " is outside 0.." + std::to_string(TAG_UB));
+              const auto n = integer_within(v, TAG_UB);
+              if (!n) {
+                issue(p, "tag " + v.dump() + " is outside 0.." + std::to_string(TAG_UB));
                 continue;
               }
-              comm.tags.emplace_back(static_cast<int>(n), static_cast<int>(n));
+              comm.tags.emplace_back(*n, *n);
             } else if (v.is_string() &&
                        parse_range_text(v.get_ref<const std::string&>(), TAG_UB, range, why)) {
               comm.tags.push_back(range);
@@ -464,7 +486,7 @@ struct PolicyParser {
     const auto version = json.find("version");
     if (version == json.end()) {
       issue("/version", "missing: a policy must declare \"version\": 1");
-    } else if (!version->is_number_integer() || version->get<long long>() != 1) {
+    } else if (!version->is_number_integer() || version->dump() != "1") {
       issue("/version", "unsupported version " + version->dump() + " (this sempi reads version 1)");
     }
     if (const auto mode = json.find("mode"); mode != json.end()) {
@@ -791,9 +813,14 @@ std::vector<Issue> Policy::warnings(std::optional<int> ranks) const {
   if (comm_rule("world") < 0) {
     out.push_back({"/communicators", "no rule matches 'world': all traffic on it is denied"});
   }
+  // Rule j shadows a later rule i when every name i matches, j matches too.
+  const auto shadows = [](const std::string& j, const std::string& i) {
+    if (j.empty() || j.back() != '*') return j == i;
+    return i.starts_with(std::string_view(j).substr(0, j.size() - 1));
+  };
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
-      if (comms_[j].pattern == "*" || comms_[j].pattern == comms_[i].pattern) {
+      if (shadows(comms_[j].pattern, comms_[i].pattern)) {
         out.push_back({"/communicators/" + std::to_string(i),
                        "never used: /communicators/" + std::to_string(j) + " ('" +
                            comms_[j].pattern + "') matches first"});
@@ -837,13 +864,15 @@ std::string Policy::summary(std::optional<int> ranks) const {
     s << "\n";
   }
   if (ranks) {
-    int never = 0;
+    long long never = 0;
     std::string pairs;
     for (int a = 0; a < *ranks; ++a) {
       for (int b = a + 1; b < *ranks; ++b) {
         if (ever_talk(a, b)) continue;
         ++never;
-        if (never <= 32) pairs += (pairs.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);
+        if (never <= 32) {
+          pairs += (pairs.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);
+        }
       }
     }
     const long long total = static_cast<long long>(*ranks) * (*ranks - 1) / 2;

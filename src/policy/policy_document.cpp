@@ -1,7 +1,9 @@
 #include "policy/policy_document.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include <openssl/evp.h>
 
@@ -25,9 +27,22 @@ constexpr const char* kDefaultPolicy = R"({
   "audit": { "messages": "off" }
 })";
 
-PolicyDocument from_json(nlohmann::json json, bool is_default) {
+// "/a/b" for the keys leading to the current object ("/" at the top).
+std::string pointer_of(const std::vector<std::string>& keys) {
+  std::string path;
+  for (const auto& key : keys) path += "/" + key;
+  return path.empty() ? "/" : path;
+}
+
+PolicyDocument from_json(nlohmann::json json, bool is_default, const std::string& origin) {
   PolicyDocument doc;
   doc.canonical = json.dump();
+  if (doc.canonical.size() > kMaxPolicyBytes) {
+    throw Error(ErrorClass::config, origin + ": the policy is " +
+                                        std::to_string(doc.canonical.size()) +
+                                        " bytes in canonical form, more than the " +
+                                        std::to_string(kMaxPolicyBytes) + " a job can carry");
+  }
   doc.json = std::move(json);
   doc.is_default = is_default;
   unsigned int len = 0;
@@ -41,21 +56,75 @@ PolicyDocument from_json(nlohmann::json json, bool is_default) {
 
 }  // namespace
 
-PolicyDocument PolicyDocument::default_policy() {
-  return from_json(nlohmann::json::parse(kDefaultPolicy), true);
-}
-
-PolicyDocument PolicyDocument::parse(const std::string& text, const std::string& origin) {
-  try {
-    auto json = nlohmann::json::parse(text);
-    if (!json.is_object()) {
-      throw Error(ErrorClass::config, origin + ": a policy must be a JSON object");
+nlohmann::json parse_policy_json(const std::string& text, const std::string& origin) {
+  if (text.size() > kMaxPolicyFileBytes) {
+    throw Error(ErrorClass::config, origin + ": " + std::to_string(text.size()) +
+                                        " bytes, more than a policy may have (" +
+                                        std::to_string(kMaxPolicyFileBytes) + ")");
+  }
+  // One frame per open object or array: the keys seen in an object, the next index in an
+  // array. `path` names the open containers, for messages.
+  struct Frame {
+    bool is_array = false;
+    std::size_t index = 0;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> frames;
+  std::vector<std::string> path;
+  std::string last_key;
+  const auto check = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (frames.size() >= kMaxPolicyDepth) {
+          throw Error(ErrorClass::config, origin + ": " + pointer_of(path) +
+                                              ": nested more than " +
+                                              std::to_string(kMaxPolicyDepth) + " deep");
+        }
+        if (!frames.empty()) {
+          path.push_back(frames.back().is_array ? std::to_string(frames.back().index)
+                                                : last_key);
+        }
+        frames.push_back({event == Event::array_start, 0, {}});
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        frames.pop_back();
+        if (!path.empty()) path.pop_back();
+        if (!frames.empty() && frames.back().is_array) ++frames.back().index;
+        break;
+      case Event::key:
+        last_key = parsed.get<std::string>();
+        if (!frames.back().keys.insert(last_key).second) {
+          throw Error(ErrorClass::config, origin + ": " + pointer_of(path) + ": key \"" +
+                                              last_key + "\" appears twice");
+        }
+        break;
+      case Event::value:
+        if (!frames.empty() && frames.back().is_array) ++frames.back().index;
+        break;
     }
-    return from_json(std::move(json), false);
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check);
   } catch (const nlohmann::json::exception& e) {
     // parse_error, but also out_of_range for a number no double holds (1e400).
     throw Error(ErrorClass::config, origin + ": invalid JSON: " + e.what());
   }
+}
+
+PolicyDocument PolicyDocument::default_policy() {
+  return from_json(nlohmann::json::parse(kDefaultPolicy), true, "the default policy");
+}
+
+PolicyDocument PolicyDocument::parse(const std::string& text, const std::string& origin) {
+  auto json = parse_policy_json(text, origin);
+  if (!json.is_object()) {
+    throw Error(ErrorClass::config, origin + ": a policy must be a JSON object");
+  }
+  return from_json(std::move(json), false, origin);
 }
 
 PolicyDocument PolicyDocument::load(const std::filesystem::path& path) {

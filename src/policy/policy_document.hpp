@@ -12,6 +12,19 @@
 
 namespace sempi::policy {
 
+/// Most bytes of a policy file, and of its canonical form: the canonical text travels in every
+/// rank's welcome message, which also holds the job's address table (at most 1 MiB in all).
+inline constexpr std::size_t kMaxPolicyFileBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxPolicyBytes = 256 * 1024;
+/// Deepest nesting of arrays and objects a policy may use; the schema needs 4.
+inline constexpr std::size_t kMaxPolicyDepth = 16;
+
+/// Parses policy JSON strictly. Besides syntax errors (with line and column), a key repeated
+/// in one object (which a reviewer reads one way and the parser another: the last would win),
+/// nesting deeper than kMaxPolicyDepth and text longer than kMaxPolicyFileBytes are errors:
+/// sempi::Error(config) naming `origin` and, for a key, its JSON path.
+nlohmann::json parse_policy_json(const std::string& text, const std::string& origin);
+
 struct PolicyDocument {
   nlohmann::json json;
   /// Canonical form: compact, object keys sorted (nlohmann orders them), UTF-8.
@@ -22,7 +35,8 @@ struct PolicyDocument {
 
   /// The documented default: every rank, every operation, every communicator.
   static PolicyDocument default_policy();
-  /// Parses JSON text. Throws sempi::Error(config) naming the line/column of a syntax error.
+  /// Parses JSON text (parse_policy_json). Throws sempi::Error(config); also for a canonical
+  /// form longer than kMaxPolicyBytes.
   static PolicyDocument parse(const std::string& text, const std::string& origin);
   /// Reads and parses a file. Throws sempi::Error(config) naming the path.
   static PolicyDocument load(const std::filesystem::path& path);

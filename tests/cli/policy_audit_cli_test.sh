@@ -70,6 +70,17 @@ expect 1 "overflow.json: /: invalid JSON: .*number overflow" "number too large f
 expect 2 "overflow.json: invalid JSON" "explain names the file of an overflowing number" -- \
   "$SEMPI" policy explain "$WORK/overflow.json" --from 0 --to 1
 expect 2 "cannot read policy file" "missing file" -- "$SEMPI" policy check "$WORK/nope.json"
+printf '{"version": 1, "mode": "enforce", "mode": "audit"}' > "$WORK/twice.json"
+expect 1 'twice.json: /: key "mode" appears twice' "a repeated key is a finding" -- \
+  "$SEMPI" policy check "$WORK/twice.json"
+expect 2 'twice.json: /: key "mode" appears twice' "explain refuses it too" -- \
+  "$SEMPI" policy explain "$WORK/twice.json" --from 0 --to 1
+printf '{"version": 1, "communicators": [{"name": "\\u001b]0;pwned\\u0007", "members": "*"}]}' \
+  > "$WORK/name.json"
+expect 0 'pwned' "a communicator name with control characters is valid" -- \
+  "$SEMPI" policy check "$WORK/name.json" --ranks 2
+if grep -q $'\x1b' "$WORK/out"; then fail "the policy summary printed a raw escape character"; fi
+expect 2 "" "--ranks beyond sempirun's limit" -- "$SEMPI" policy check "$WORK/name.json" --ranks 4097
 printf '{"version": 1, "groups": {"io": "0-1"}, "segmentation": [{"between": ["io", "\\u001b]0;pwned\\u0007"]}]}' \
   > "$WORK/escape.json"
 expect 1 'unknown group .\\x1b\]0;pwned\\x07' "names from the file are escaped" -- \

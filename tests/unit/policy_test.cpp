@@ -76,6 +76,16 @@ TEST(PolicyValidation, ErrorsNameTheJsonPath) {
       {R"({"version": 1, "audit": {"messages": "payloads"}})", "/audit/messages", "not one of"},
       {R"({"version": 1, "limits": {"max_message_bytes": "1k"}})", "/limits/max_message_bytes",
        "non-negative"},
+      // Unsigned numbers are read as written, not wrapped to -1.
+      {R"({"version": 1, "groups": {"a": 18446744073709551615}})", "/groups/a",
+       "rank 18446744073709551615 is outside"},
+      {R"({"version": 1, "communicators": [{"name": "w", "p2p_tags": [18446744073709551615]}]})",
+       "/communicators/0/p2p_tags/0", "tag 18446744073709551615 is outside"},
+      // Digits no int holds are out of range, not a syntax error.
+      {R"({"version": 1, "groups": {"a": "0-99999999999"}})", "/groups/a", "is outside"},
+      {R"({"version": 1, "comment": {}})", "/comment", "must be a string"},
+      {R"({"version": 1, "communicators": [{"name": "w", "comment": 5}]})",
+       "/communicators/0/comment", "must be a string"},
   };
   for (const auto& c : cases) {
     const auto issues = Policy::validate(nlohmann::json::parse(c.text));
@@ -95,6 +105,52 @@ TEST(PolicyValidation, ErrorsNameTheJsonPath) {
     EXPECT_NE(std::string(e.what()).find("/mode"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("/groups/a"), std::string::npos) << e.what();
   }
+}
+
+// What the parser would silently resolve one way while a reviewer reads it another: refused.
+TEST(PolicyValidation, DuplicateKeysDeepNestingAndOversizedPoliciesAreRefused) {
+  const auto refused = [](const std::string& text, const std::string& words) {
+    try {
+      (void)PolicyDocument::parse(text, "p.json");
+      ADD_FAILURE() << "accepted: " << text.substr(0, 80);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_class(), ErrorClass::config);
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused(R"({"version": 1, "mode": "enforce", "mode": "audit"})",
+          R"(p.json: /: key "mode" appears twice)");
+  refused(R"({"version": 1, "groups": {"w": "1-3", "w": "1-4095"}})",
+          R"(p.json: /groups: key "w" appears twice)");
+  refused(R"({"version": 1, "communicators": [{"name": "a"}, {"name": "b", "name": "c"}]})",
+          R"(/communicators/1: key "name" appears twice)");
+  // The same key in different objects is fine.
+  EXPECT_NO_THROW((void)PolicyDocument::parse(
+      R"({"version": 1, "communicators": [{"name": "a"}, {"name": "b"}]})", "p.json"));
+
+  // Nesting would otherwise cost a stack frame per level when the document is copied or
+  // printed: half a million levels crashed the parser's users.
+  const std::size_t levels = 500000;
+  refused(R"({"version": 1, "comment": )" + std::string(levels, '[') + std::string(levels, ']') +
+              "}",
+          "nested more than 16 deep");
+
+  // The canonical text travels in every rank's welcome message.
+  refused(R"({"version": 1, "comment": ")" + std::string(kMaxPolicyBytes, 'x') + R"("})",
+          "more than the 262144 a job can carry");
+  refused(std::string(kMaxPolicyFileBytes + 1, ' '), "more than a policy may have");
+}
+
+TEST(PolicyValidation, RulesShadowedByAnEarlierPrefixAreReported) {
+  const auto p = compile(R"({"version": 1, "communicators": [
+      {"name": "world*"}, {"name": "world.dup"}, {"name": "worl*"}, {"name": "other"}]})");
+  std::string all;
+  for (const auto& w : p.warnings(std::nullopt)) all += w.path + ": " + w.message + "\n";
+  EXPECT_NE(all.find("/communicators/1: never used: /communicators/0 ('world*')"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("/communicators/2:"), std::string::npos) << all;  // matches more
+  EXPECT_EQ(all.find("/communicators/3:"), std::string::npos) << all;
 }
 
 TEST(PolicyDecisions, SegmentationTagsSizesAndOperations) {

@@ -31,7 +31,8 @@ constexpr const char* kCheckUsage =
     "\n"
     "Validates FILE. On success prints a summary (groups, segmentation, communicator rules,\n"
     "digest) and any warnings; with --ranks N also which rank pairs are never connected in a\n"
-    "job of N ranks. On failure prints one line per problem: FILE: JSON-PATH: reason.\n"
+    "job of N ranks (N at most 4096). On failure prints one line per problem:\n"
+    "FILE: JSON-PATH: reason.\n"
     "\n"
     "Exit status: 0 valid, 1 invalid policy, 2 bad usage or unreadable file.\n";
 
@@ -81,16 +82,22 @@ int run_check(const std::vector<std::string>& args) {
   const std::string file = one_file(cli);
   std::optional<int> ranks;
   if (const auto v = cli.value("--ranks")) {
-    ranks = static_cast<int>(parse_integer(*v, 1, policy::kMaxPolicyRank + 1, "--ranks"));
+    // sempirun's -n limit; the summary looks at every pair of ranks.
+    constexpr long long kMaxCheckedRanks = 4096;
+    ranks = static_cast<int>(parse_integer(*v, 1, kMaxCheckedRanks, "--ranks"));
   }
   const std::string text = read_text(file);
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    // A syntax error (with line and column), or a number no double holds (1e400): both are
-    // findings about the file, even though the parser throws the latter with exceptions off.
-    std::fprintf(stdout, "%s: /: invalid JSON: %s\n", file.c_str(), printable(e.what()).c_str());
+    json = policy::parse_policy_json(text, file);
+  } catch (const Error& e) {
+    // A syntax error (with line and column), a repeated key, deep nesting, a number no double
+    // holds (1e400): findings about the file, printed as FILE: JSON-PATH: reason.
+    const std::string what = e.what();
+    const std::string prefix = file + ": ";
+    std::string finding = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
+    if (!finding.starts_with("/")) finding = "/: " + finding;
+    std::fprintf(stdout, "%s: %s\n", file.c_str(), printable(finding).c_str());
     return kExitFinding;
   }
   const auto issues = policy::Policy::validate(json);
@@ -105,9 +112,12 @@ int run_check(const std::vector<std::string>& args) {
     return kExitFinding;
   }
   const auto rules = policy::Policy::compile(policy::PolicyDocument::parse(text, file));
-  std::fprintf(stdout, "%s: valid\n%s", file.c_str(), rules.summary(ranks).c_str());
+  // The summary and warnings quote the policy's names, which may hold any bytes: escaped.
+  std::fprintf(stdout, "%s: valid\n%s", file.c_str(),
+               printable_lines(rules.summary(ranks)).c_str());
   for (const auto& w : rules.warnings(ranks)) {
-    std::fprintf(stdout, "warning: %s: %s\n", w.path.c_str(), w.message.c_str());
+    std::fprintf(stdout, "warning: %s: %s\n", printable(w.path).c_str(),
+                 printable(w.message).c_str());
   }
   return kExitOk;
 }
@@ -150,8 +160,8 @@ int run_explain(const std::vector<std::string>& args) {
     decision = rules.decide(q);
   }
   std::fprintf(stdout, "%s (%s)\nrule: %s\n%s\n", decision.allowed ? "ALLOW" : "DENY",
-               policy::verdict_name(decision.verdict), decision.rule.c_str(),
-               decision.explanation.c_str());
+               policy::verdict_name(decision.verdict), printable(decision.rule).c_str(),
+               printable_lines(decision.explanation).c_str());
   if (!rules.enforcing() && !decision.allowed) {
     std::fputs("note: the policy is in audit mode: this would be logged, not enforced\n", stdout);
   }
