@@ -129,8 +129,23 @@ class Communicator {
   Status sendrecv(const S* sendbuf, int sendcount, int dest, int sendtag, R* recvbuf,
                   int recvcount, int source, int recvtag) const {
     Request r = irecv(recvbuf, recvcount, source, recvtag);
-    Request s = isend(sendbuf, sendcount, dest, sendtag);
-    Status status = r.wait();
+    Request s;
+    try {
+      s = isend(sendbuf, sendcount, dest, sendtag);
+    } catch (...) {
+      // Bad send arguments: the receive must not stay posted into the caller's buffer.
+      if (!r.cancel()) detail::wait_quietly(r);  // matched meanwhile: let it land
+      throw;
+    }
+    Status status;
+    try {
+      status = r.wait();
+    } catch (...) {
+      // A large send may still read sendbuf (it waits for the peer's receive): it finishes
+      // before the caller gets its buffers back, as MPI_Sendrecv's would.
+      detail::wait_quietly(s);
+      throw;
+    }
     s.wait();
     return status;
   }

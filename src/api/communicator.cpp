@@ -96,6 +96,9 @@ void Communicator::set_name(const std::string& name) const {
 int Communicator::world_rank_of(int rank) const {
   const auto& comm = checked(state_, "world_rank_of");
   check_peer(comm, rank, false, "world_rank_of", "");
+  if (rank == PROC_NULL) {  // a valid peer for sends and receives, but no process
+    throw Error(ErrorClass::rank, "world_rank_of: PROC_NULL is no rank of a communicator");
+  }
   return comm.world_ranks[static_cast<std::size_t>(rank)];
 }
 

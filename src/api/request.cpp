@@ -1,6 +1,7 @@
 #include "sempi/request.hpp"
 
 #include <algorithm>
+#include <exception>
 
 #include "core/runtime.hpp"
 
@@ -67,17 +68,47 @@ bool Request::cancel() {
 }
 
 std::vector<Status> Request::wait_all(std::span<Request> requests) {
+  // Nonblocking collectives move only while their own request is driven, so drive them all
+  // together: one at a time deadlocks when two ranks wait for the same two in opposite order.
+  const bool any_driven = std::any_of(requests.begin(), requests.end(), [](const Request& r) {
+    return r.state_ && r.state_->driver;
+  });
+  if (any_driven) {
+    std::vector<const detail::RequestState*> blockers;
+    for (;;) {
+      blockers.clear();
+      bool all_done = true;
+      for (auto& request : requests) {
+        if (!request.state_) continue;
+        auto& state = *request.state_;
+        if (state.driver ? driven_done(state) : state.done.load(std::memory_order_acquire)) {
+          continue;
+        }
+        all_done = false;
+        if (state.driver) {
+          state.driver->blockers(blockers);
+        } else {
+          blockers.push_back(&state);
+        }
+      }
+      if (all_done) break;
+      if (!blockers.empty()) detail::Runtime::get().engine().wait_any(blockers);
+    }
+  }
   std::vector<Status> statuses(requests.size());
-  std::optional<Error> first_error;
+  std::exception_ptr first_error;  // as thrown: a RequestError keeps its status
   for (std::size_t i = 0; i < requests.size(); ++i) {
     try {
       statuses[i] = requests[i].wait();
+    } catch (const RequestError& e) {
+      if (!first_error) first_error = std::current_exception();
+      statuses[i] = e.status();
     } catch (const Error& e) {
-      if (!first_error) first_error = e;
+      if (!first_error) first_error = std::current_exception();
       statuses[i].error = e.error_class();
     }
   }
-  if (first_error) throw *first_error;
+  if (first_error) std::rethrow_exception(first_error);
   return statuses;
 }
 
@@ -122,6 +153,13 @@ std::size_t Request::wait_any(std::span<Request> requests, Status* status) {
   const Status s = done.wait();
   if (status != nullptr) *status = s;
   return which;
+}
+
+void detail::wait_quietly(Request& request) noexcept {
+  try {
+    (void)request.wait();
+  } catch (...) {  // the caller is already failing with another error
+  }
 }
 
 }  // namespace sempi

@@ -152,9 +152,23 @@ class Schedule::Driver final : public RequestDriver {
  public:
   Driver(std::shared_ptr<Schedule> schedule, RequestState& state)
       : schedule_(std::move(schedule)), state_(state) {}
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // The Request was dropped (or reassigned) before its collective finished: this rank's part
+  // is abandoned. Its receives that have not matched are cancelled, and the schedule is kept
+  // alive as after a failure, so the engine never writes into freed scratch (or a freed user
+  // buffer) when the peers' messages arrive, nor sends from freed scratch.
+  ~Driver() override {
+    if (finished_ || Runtime::current() == nullptr) return;
+    try {
+      schedule_->retire_after_failure();
+    } catch (...) {  // out of memory for the retired list: nothing better to do here
+    }
+  }
 
   bool progress() override {
-    if (state_.done.load(std::memory_order_acquire)) return true;
+    if (finished_) return true;
     auto& s = *schedule_;
     for (;;) {
       for (const auto& r : s.posted_) {
@@ -176,6 +190,7 @@ class Schedule::Driver final : public RequestDriver {
         }
       }
       if (next_ == s.rounds_.size()) {
+        finished_ = true;
         state_.done.store(true, std::memory_order_release);
         return true;
       }
@@ -194,6 +209,7 @@ class Schedule::Driver final : public RequestDriver {
     state_.status.error = cls;
     state_.error_message = message;
     schedule_->retire_after_failure();
+    finished_ = true;
     state_.done.store(true, std::memory_order_release);
     return true;
   }
@@ -201,6 +217,7 @@ class Schedule::Driver final : public RequestDriver {
   std::shared_ptr<Schedule> schedule_;
   RequestState& state_;  // owns this driver
   std::size_t next_ = 0;  // next round to post; rounds_[next_-1] is the one in flight
+  bool finished_ = false;  // complete, or failed (and retired)
 };
 
 std::shared_ptr<RequestState> Schedule::start() {

@@ -260,6 +260,9 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   // The channel may be on the call stack (a frame handler failed it): close it after this
   // progress round. Closing completes its queued sends with the channel's error.
   if (peer.channel_) closed_channels_.push_back(std::move(peer.channel_));
+  // A probe waiting for this peer's messages looks again only when the queue changes: a
+  // failed peer changes what it answers (peer_failed instead of waiting forever).
+  ++unexpected_generation_;
   notify_waiters();
 }
 

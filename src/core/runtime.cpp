@@ -56,7 +56,10 @@ constexpr std::uint32_t kSelfContext = 2;
 
 }  // namespace
 
-Runtime::Runtime() {
+Runtime::Runtime()
+    // Read now: a bad value is an error of initialization, not an exception out of the
+    // destructor that finalizes (which would terminate the program after all its work).
+    : finalize_timeout_(env_long("SEMPI_FINALIZE_TIMEOUT", 300, kMaxSeconds)) {
   const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300, kMaxSeconds));
   job_ = launched_by_sempirun() ? join_job(std::chrono::steady_clock::now() + start_timeout)
                                 : singleton_job();
@@ -87,8 +90,7 @@ Runtime::Runtime() {
 Runtime::~Runtime() = default;
 
 void Runtime::finalize() {
-  const auto timeout = std::chrono::seconds(env_long("SEMPI_FINALIZE_TIMEOUT", 300, kMaxSeconds));
-  engine_->finalize(std::chrono::steady_clock::now() + timeout);
+  engine_->finalize(std::chrono::steady_clock::now() + finalize_timeout_);
 }
 
 Runtime& Runtime::get() {

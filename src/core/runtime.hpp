@@ -2,6 +2,7 @@
 // The process-wide runtime behind sempi::Environment: the joined job, the progress engine and
 // the predefined communicators. Created once by Environment, destroyed by its destructor.
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,7 @@ class Runtime {
   void finalize();
 
  private:
+  std::chrono::seconds finalize_timeout_;  // SEMPI_FINALIZE_TIMEOUT
   JoinedJob job_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const CommState> world_;

@@ -176,6 +176,17 @@ TEST(Failure, TimeoutVariableTooLargeIsAClearErrorNotAnExpiredDeadline) {
   }
 }
 
+// Read at initialization: once it was read only while finalizing, in a destructor, and a bad
+// value terminated the rank (SIGABRT) after all its work instead of failing its start.
+TEST(Failure, BadFinalizeTimeoutIsAnInitializationError) {
+  const auto result = run(2, "environment", {"-x", "SEMPI_FINALIZE_TIMEOUT=abc"}, 120s);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("p2p_check: SEMPI_FINALIZE_TIMEOUT='abc' is not a number"),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("terminate called"), std::string::npos) << result.output;
+}
+
 TEST(Failure, NegativeOrNonNumericByteLimitIsRefusedNotUnlimited) {
   // strtoull takes "-1" as 2^64-1: once, that silently lifted the unexpected-data bound.
   const std::pair<const char*, const char*> cases[] = {
@@ -216,6 +227,15 @@ TEST(Failure, HangingRankIsEndedByTimeout) {
   EXPECT_EQ(result.exit_code, 124) << result.output;
   EXPECT_NE(result.output.find("timeout"), std::string::npos) << result.output;
   EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+// A rank that finalized is gone for its peers without a job abort: a probe or matched probe
+// for its messages fails with peer_failed instead of waiting forever.
+TEST(Failure, ProbeForAFinalizedRankFails) {
+  const auto result =
+      run(2, "probegone", {"--timeout", "60", "-x", "SEMPI_FINALIZE_TIMEOUT=2"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_LT(result.seconds, 40) << result.output;
 }
 
 TEST(Failure, SigintToTheLauncherTearsTheJobDown) {

@@ -772,6 +772,42 @@ void check_errors(const sempi::Communicator& comm) {
   CHECK(comm.allreduce(1, sempi::Op::sum()) == p);
 }
 
+// Two nonblocking collectives waited for in opposite orders by different ranks: wait_all must
+// drive both at once (driving one at a time deadlocked at 4 ranks, where a barrier takes two
+// rounds and a rank's partner drives the other one first).
+void check_wait_all_order(const sempi::Communicator& world) {
+  g_where = "wait_all in opposite orders";
+  auto a = world.ibarrier();
+  auto b = world.ibarrier();
+  std::vector<sempi::Request> both;
+  const bool first_half = world.rank() < world.size() / 2;
+  both.push_back(std::move(first_half ? a : b));
+  both.push_back(std::move(first_half ? b : a));
+  (void)sempi::Request::wait_all(both);
+}
+
+// A Request dropped before its collective finished abandons this rank's part. The engine must
+// not then write into the memory the collective was given when the peer's message arrives:
+// under AddressSanitizer, that was a heap-use-after-free.
+void check_dropped_request(const sempi::Communicator& world) {
+  g_where = "dropped request";
+  const auto pair = world.split(world.rank() < 2 ? 0 : sempi::UNDEFINED, world.rank());
+  if (pair.is_null() || pair.size() < 2) return;
+  constexpr int kCount = 1000;
+  if (pair.rank() == 0) {
+    {
+      std::vector<int> buffer(kCount, -1);  // freed after the request: it is declared first
+      auto abandoned = pair.ibcast(buffer.data(), kCount, 1);
+    }
+    pair.send(1, 1, 5);  // only now may the root send its data
+  } else {
+    int go = 0;
+    pair.recv(go, 0, 5);
+    std::vector<int> data(kCount, 7);
+    pair.bcast(data.data(), kCount, 1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -797,7 +833,11 @@ int main(int argc, char** argv) {
     check_determinism(world);
     check_determinism(split);
   }
-  if (all || scenario == "nonblocking") check_nonblocking(world);
+  if (all || scenario == "nonblocking") {
+    check_nonblocking(world);
+    check_wait_all_order(world);
+    check_dropped_request(world);
+  }
   world.barrier();
   if (world.rank() == 0) std::printf("coll_check %s: all checks passed on %d ranks\n", scenario.c_str(), world.size());
   return 0;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -314,6 +315,60 @@ void edge_cases(const sempi::Communicator& world) {
   expect_error(sempi::ErrorClass::tag, [&] { world.send(x, 0, -3); });
   expect_error(sempi::ErrorClass::comm, [&] { sempi::Communicator().send(x, 0, 0); });
   expect_error(sempi::ErrorClass::arg, [&] { (void)world.split(-7, 0); });
+  expect_error(sempi::ErrorClass::rank, [&] { (void)world.world_rank_of(sempi::PROC_NULL); });
+  // A sendrecv refused for its send half leaves no receive posted behind: the next message
+  // from rank 1 with that tag goes to the next receive, not into the failed call's buffer.
+  if (size > 1 && rank < 2) {
+    if (rank == 0) {
+      int lost = -1;
+      expect_error(sempi::ErrorClass::rank,
+                   [&] { (void)world.sendrecv(&x, 1, size + 5, 0, &lost, 1, 1, 21); });
+      int v = 0;
+      world.recv(v, 1, 21);
+      CHECK(v == 42 && lost == -1);
+    } else {
+      world.send(42, 0, 21);
+    }
+  }
+  // wait_all rethrows a failure as it was thrown: a truncated receive's RequestError keeps the
+  // status that names the sender and the bytes kept.
+  if (size > 1 && rank < 2) {
+    if (rank == 0) {
+      int one = 0;
+      std::vector<sempi::Request> requests;
+      requests.push_back(world.irecv(&one, 1, 1, 24));
+      bool caught = false;
+      try {
+        (void)sempi::Request::wait_all(requests);
+      } catch (const sempi::RequestError& e) {
+        caught = true;
+        CHECK(e.status().error == sempi::ErrorClass::truncate);
+        CHECK(e.status().source == 1 && e.status().tag == 24);
+        CHECK(e.status().bytes == sizeof(int));
+      }
+      CHECK(caught);
+    } else {
+      const long long eight_bytes = 1;
+      world.send(eight_bytes, 0, 24);
+    }
+  }
+  // A sendrecv whose receive fails (truncated) returns only once its large send is done: the
+  // caller may then reuse the send buffer, and the peer still gets what it held.
+  if (size > 1 && rank < 2) {
+    std::vector<int> big(300000, rank == 0 ? 3 : 0);  // rendezvous-sized
+    if (rank == 0) {
+      int small = 0;
+      expect_error(sempi::ErrorClass::truncate, [&] {
+        (void)world.sendrecv(big.data(), static_cast<int>(big.size()), 1, 22, &small, 1, 1, 23);
+      });
+      std::fill(big.begin(), big.end(), 9);
+    } else {
+      const int four[4] = {1, 2, 3, 4};
+      world.send(four, 4, 0, 23);
+      world.recv(big, 0, 22);
+      CHECK(std::all_of(big.begin(), big.end(), [](int v) { return v == 3; }));
+    }
+  }
 }
 
 // The rank set up OpenSSL's secure heap before it made its key (src/pki/secure_heap.hpp;
@@ -491,7 +546,14 @@ void victim_scenario(const sempi::Communicator& world, const std::string& how) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sempi::Environment env(argc, argv);
+  // A configuration error at start-up is reported and ends the rank with status 2.
+  std::optional<sempi::Environment> env;
+  try {
+    env.emplace(argc, argv);
+  } catch (const sempi::Error& e) {
+    std::fprintf(stderr, "p2p_check: %s\n", e.what());
+    return 2;
+  }
   const auto world = sempi::world();
   g_rank = world.rank();
   const std::string scenario = argc > 1 ? argv[1] : "all";
@@ -508,6 +570,13 @@ int main(int argc, char** argv) {
   }
   if (scenario == "sleep") {
     for (;;) ::pause();
+  }
+  if (scenario == "probegone") {  // rank 0 finalizes at once
+    if (world.rank() == 1) {
+      expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.probe(0, 5); });
+      expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.mprobe(0, 5); });
+    }
+    return 0;
   }
   const std::map<std::string, std::function<void(const sempi::Communicator&)>> checks = {
       {"environment", check_environment}, {"ring", ring},
