@@ -74,8 +74,8 @@ void simulate_compromised_sender(bool skip_sender_checks) noexcept {
 }
 
 Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
-               int bootstrap_fd)
-    : config_(config), bootstrap_fd_(bootstrap_fd) {
+               int bootstrap_fd, launch::BootstrapReader bootstrap_reader)
+    : config_(config), bootstrap_fd_(bootstrap_fd), bootstrap_reader_(std::move(bootstrap_reader)) {
   peers_.resize(static_cast<std::size_t>(config_.world_size));
   for (std::size_t r = 0; r < channels.size() && r < peers_.size(); ++r) {
     if (channels[r]) {
@@ -84,6 +84,11 @@ Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Chann
   }
   wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (bootstrap_fd_ < 0) finalize_ok_ = true;  // a singleton has nobody to wait for
+  // What came with the welcome (an abort sent right after it): the socket will not report it
+  // again, so it is handled now.
+  nlohmann::json message;
+  std::error_code parse_error;
+  while (bootstrap_reader_.next(message, parse_error)) handle_bootstrap_message(message);
   background_ = std::thread([this] { background_loop(); });
 }
 

@@ -109,8 +109,10 @@ class Engine {
 
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
   /// launcher connection (or -1 for a singleton). Starts the background progress thread.
+  /// `bootstrap_reader` holds what was read from `bootstrap_fd` before (messages that came with
+  /// the welcome); the engine handles them first.
   Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
-         int bootstrap_fd);
+         int bootstrap_fd, launch::BootstrapReader bootstrap_reader = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

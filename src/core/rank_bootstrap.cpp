@@ -79,11 +79,11 @@ int bootstrap_fd_from_env() {
 }
 
 nlohmann::json exchange(int fd, const nlohmann::json& request,
-                        std::chrono::steady_clock::time_point deadline) {
+                        std::chrono::steady_clock::time_point deadline,
+                        launch::BootstrapReader& reader) {
   if (auto ec = launch::write_bootstrap_message(fd, request, deadline); ec) {
     throw Error(ErrorClass::io, "cannot reach the launcher: " + ec.message());
   }
-  launch::BootstrapReader reader;
   nlohmann::json reply;
   if (auto ec = launch::read_bootstrap_message(fd, reader, reply, deadline); ec) {
     throw Error(ec == errc::timeout ? ErrorClass::timeout : ErrorClass::io,
@@ -154,7 +154,7 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   if (!my_host.empty() && !listener.local_path().empty()) {
     enroll["local"] = {{"host", my_host}, {"path", listener.local_path()}};
   }
-  const nlohmann::json welcome = exchange(fd, enroll, deadline);
+  const nlohmann::json welcome = exchange(fd, enroll, deadline, joined.bootstrap_reader);
 
   joined.rank = field<int>(welcome, "rank");
   joined.size = field<int>(welcome, "size");

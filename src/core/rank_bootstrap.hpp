@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "audit/audit_log.hpp"
+#include "launch/bootstrap_protocol.hpp"
 #include "pki/job_id.hpp"
 #include "policy/policy.hpp"
 #include "transport/channel.hpp"
@@ -29,6 +30,9 @@ struct JoinedJob {
   std::shared_ptr<audit::AuditLog> audit;         // null: not audited (singleton)
   std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
   transport::UniqueFd bootstrap;  // invalid for a singleton
+  /// What was read from `bootstrap` beyond the welcome (an abort sent right after it): the
+  /// engine takes it over, so no message is lost between the two readers.
+  launch::BootstrapReader bootstrap_reader;
 };
 
 /// True when this process was started by sempirun (a bootstrap channel is inherited).

@@ -74,7 +74,8 @@ Runtime::Runtime()
   config.yield_while_spinning = env_long("SEMPI_LOCAL_SIZE", 1) > usable_cpus();
   config.policy = job_.policy;  // decisions precompiled per communicator by the engine
   config.audit = job_.audit;
-  engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get());
+  engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get(),
+                                     std::move(job_.bootstrap_reader));
 
   std::vector<int> everyone(static_cast<std::size_t>(job_.size));
   std::iota(everyone.begin(), everyone.end(), 0);

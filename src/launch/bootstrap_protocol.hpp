@@ -68,6 +68,7 @@ class BootstrapReader {
 
  private:
   std::string buffer_;
+  std::size_t start_ = 0;  // where the next message begins: consumed bytes go at the next feed
 };
 
 /// The rank side's reading of a welcome's "local_endpoints": for each rank (index = rank), the

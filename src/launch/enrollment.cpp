@@ -1,5 +1,6 @@
 #include "launch/enrollment.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/hex.hpp"
@@ -78,6 +79,10 @@ std::optional<std::string> Enrollment::enroll(std::uint32_t rank, const nlohmann
     if (host->empty() || host->size() > kMaxHostIdentity) {
       return "local host identity is empty or longer than " + std::to_string(kMaxHostIdentity) +
              " bytes";
+    }
+    // It goes into every rank's welcome: printable ASCII, so that escaping cannot blow it up.
+    if (!std::all_of(host->begin(), host->end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
+      return "local host identity has characters other than printable ASCII";
     }
     // Peers will dial this path: only a socket in the job's own directory, named as ranks
     // name theirs, so that a hostile rank cannot point them at any other socket.

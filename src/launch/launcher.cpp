@@ -740,6 +740,16 @@ class Launcher::Job {
         write_bootstrap_message(fd.get(), message, Clock::now() + kBootstrapWriteTimeout);
     if (!ec) return;
     fd.reset();
+    if (ec == make_error_code(errc::frame_too_large)) {
+      // Nothing was sent: the message (a welcome with a big policy and address table) is too
+      // large for the protocol. The job's fault, not the rank's.
+      const std::string what = "a bootstrap message for rank " + std::to_string(r) + " is " +
+                               std::to_string(message.dump().size()) + " bytes, more than " +
+                               std::to_string(kMaxBootstrapMessage);
+      report("error: " + what + " (use a smaller policy or fewer ranks)");
+      cause(1, what, true);
+      return;
+    }
     // A rank that exited is reported when it is reaped; one that stopped reading is broken.
     if (ec != make_error_code(errc::connection_closed) && ranks_[r]->running) {
       report("rank " + std::to_string(r) + " did not accept a bootstrap message (" + ec.message() +

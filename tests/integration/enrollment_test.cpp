@@ -210,6 +210,10 @@ TEST(Enrollment, BadLocalEndpointsRefused) {
   bad({{"host", "h"}}, "not {\"host\"");
   bad({{"host", 7}, {"path", dir + "/rank-1.sock"}}, "not {\"host\"");
   bad({{"host", ""}, {"path", dir + "/rank-1.sock"}}, "host identity is empty");
+  // Control characters would grow six-fold when every rank's welcome escapes them.
+  bad({{"host", std::string(40, '\x01')}, {"path", dir + "/rank-1.sock"}},
+      "other than printable ASCII");
+  bad({{"host", "boot id"}, {"path", dir + "/rank-1.sock"}}, "other than printable ASCII");
   // Anything but the job's directory and a rank's socket name: peers would dial it.
   for (const std::string& path :
        {std::string("/run/user/0/ssh-agent.sock"), dir + "/../x/rank-1.sock",

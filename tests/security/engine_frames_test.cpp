@@ -20,6 +20,7 @@
 
 #include "core/comm_factory.hpp"
 #include "core/engine.hpp"
+#include "launch/bootstrap_protocol.hpp"
 #include "policy/policy.hpp"
 #include "policy/policy_document.hpp"
 #include "support/established_peer.hpp"
@@ -618,6 +619,29 @@ TEST(EngineFrames, EachDenyNamesItsOwnMessagesReason) {
   }
   EXPECT_EQ(reasons[101], policy::verdict_text(policy::Verdict::deny_tag));
   EXPECT_EQ(reasons[102], policy::verdict_text(policy::Verdict::deny_size));
+}
+
+// The launcher's abort can come right behind the welcome, and the rank's start-up reads both
+// at once: the engine takes over what start-up read, so the abort is not lost (the rank
+// used to wire the mesh and run on until SIGTERM).
+TEST(EngineFrames, AnAbortReadWithTheWelcomeAbortsTheJob) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  transport::UniqueFd launcher(pair[0]);
+  transport::UniqueFd rank(pair[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  ASSERT_FALSE(launch::write_bootstrap_message(launcher.get(), {{"type", "welcome"}}, deadline));
+  ASSERT_FALSE(launch::write_bootstrap_message(
+      launcher.get(), {{"type", "abort"}, {"reason", "rank 3 failed"}}, deadline));
+  launch::BootstrapReader reader;
+  nlohmann::json welcome;
+  ASSERT_FALSE(launch::read_bootstrap_message(rank.get(), reader, welcome, deadline));
+  ASSERT_EQ(welcome.value("type", ""), "welcome");
+  detail::EngineConfig config;
+  config.world_rank = 0;
+  config.world_size = 1;
+  detail::Engine engine(config, {}, rank.get(), std::move(reader));
+  EXPECT_EQ(engine.abort_reason(), "rank 3 failed");
 }
 
 // The same decision for an eager message whose header came before its communicator existed
