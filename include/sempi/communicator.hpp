@@ -53,6 +53,10 @@ class Communicator {
   Request isend_bytes(const void* buf, std::size_t bytes, int dest, int tag) const;
   Request issend_bytes(const void* buf, std::size_t bytes, int dest, int tag) const;
   Request irecv_bytes(void* buf, std::size_t capacity, int source, int tag) const;
+  /// Both halves are checked before either starts; the call returns (or throws) only once
+  /// both are over, so the caller may reuse both buffers.
+  Status sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, int dest, int sendtag,
+                        void* recvbuf, std::size_t capacity, int source, int recvtag) const;
 
   // --- typed point-to-point ---------------------------------------------------------------
   template <Builtin T>
@@ -128,26 +132,9 @@ class Communicator {
   template <Builtin S, Builtin R>
   Status sendrecv(const S* sendbuf, int sendcount, int dest, int sendtag, R* recvbuf,
                   int recvcount, int source, int recvtag) const {
-    Request r = irecv(recvbuf, recvcount, source, recvtag);
-    Request s;
-    try {
-      s = isend(sendbuf, sendcount, dest, sendtag);
-    } catch (...) {
-      // Bad send arguments: the receive must not stay posted into the caller's buffer.
-      if (!r.cancel()) detail::wait_quietly(r);  // matched meanwhile: let it land
-      throw;
-    }
-    Status status;
-    try {
-      status = r.wait();
-    } catch (...) {
-      // A large send may still read sendbuf (it waits for the peer's receive): it finishes
-      // before the caller gets its buffers back, as MPI_Sendrecv's would.
-      detail::wait_quietly(s);
-      throw;
-    }
-    s.wait();
-    return status;
+    return sendrecv_bytes(sendbuf, detail::checked_bytes(sendbuf, sendcount, "sendrecv"), dest,
+                          sendtag, recvbuf, detail::checked_bytes(recvbuf, recvcount, "sendrecv"),
+                          source, recvtag);
   }
   template <Builtin S, Builtin R>
   Status sendrecv(const std::vector<S>& senddata, int dest, int sendtag, std::vector<R>& recvdata,

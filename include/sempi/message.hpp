@@ -27,6 +27,13 @@ struct MatchedMessage;
 class [[nodiscard]] Message {
  public:
   Message() = default;  ///< no message (MPI_MESSAGE_NULL)
+  /// A message dropped without being received (the last handle to it destroyed or assigned
+  /// over) goes back to matching: a later receive or probe gets it, and its sender is not
+  /// left waiting for an acknowledgement or a transfer that never comes.
+  ~Message();
+  Message(const Message&) = default;
+  Message(Message&&) noexcept = default;
+  Message& operator=(Message other) noexcept;
   /// The message of a probe for source PROC_NULL (MPI_MESSAGE_NO_PROC): receiving it completes
   /// at once with source PROC_NULL, tag ANY_TAG and no data.
   static Message no_proc();
@@ -47,6 +54,8 @@ class [[nodiscard]] Message {
       : comm_(std::move(comm)), matched_(std::move(matched)) {}
 
  private:
+  void release() noexcept;  // drops this handle; restores an unreceived message (see above)
+
   std::shared_ptr<const detail::CommState> comm_;
   std::shared_ptr<detail::MatchedMessage> matched_;
   bool no_proc_ = false;

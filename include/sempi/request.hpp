@@ -65,10 +65,4 @@ class [[nodiscard]] Request {
   std::shared_ptr<detail::RequestState> state_;
 };
 
-namespace detail {
-/// Waits for `request` and ignores how it ended: for clean-up on the way out of a call that is
-/// already failing with another error.
-void wait_quietly(Request& request) noexcept;
-}  // namespace detail
-
 }  // namespace sempi

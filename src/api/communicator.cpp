@@ -78,6 +78,15 @@ Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
   return Request(Runtime::get().engine().irecv(state, false, buf, capacity, source, tag));
 }
 
+// Waits for `request` and ignores how it ended: clean-up on the way out of a call that is
+// already failing with another error.
+void wait_quietly(Request& request) noexcept {
+  try {
+    (void)request.wait();
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 int Communicator::rank() const { return checked(state_, "rank").rank; }
@@ -131,6 +140,39 @@ Request Communicator::issend_bytes(const void* buf, std::size_t bytes, int dest,
 
 Request Communicator::irecv_bytes(void* buf, std::size_t capacity, int source, int tag) const {
   return start_recv(state_, buf, capacity, source, tag, "irecv");
+}
+
+Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, int dest,
+                                    int sendtag, void* recvbuf, std::size_t capacity, int source,
+                                    int recvtag) const {
+  // Every argument first: a receive posted before a send refused for its destination would
+  // have taken a message into the caller's buffer for a call that fails.
+  const auto& comm = checked(state_, "sendrecv");
+  check_peer(comm, dest, false, "sendrecv", "destination");
+  check_tag(sendtag, false, "sendrecv");
+  check_buffer(sendbuf, sendbytes, "sendrecv");
+  check_peer(comm, source, true, "sendrecv", "source");
+  check_tag(recvtag, true, "sendrecv");
+  check_buffer(recvbuf, capacity, "sendrecv");
+  Request r = irecv_bytes(recvbuf, capacity, source, recvtag);
+  Request s;
+  try {
+    s = isend_bytes(sendbuf, sendbytes, dest, sendtag);
+  } catch (...) {
+    if (!r.cancel()) wait_quietly(r);  // matched meanwhile: let it land
+    throw;
+  }
+  Status status;
+  try {
+    status = r.wait();
+  } catch (...) {
+    // A large send may still read sendbuf (it waits for the peer's receive): it finishes
+    // before the caller gets its buffers back, as MPI_Sendrecv's would.
+    wait_quietly(s);
+    throw;
+  }
+  s.wait();
+  return status;
 }
 
 std::optional<Status> Communicator::iprobe(int source, int tag) const {

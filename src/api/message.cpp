@@ -6,6 +6,30 @@
 
 namespace sempi {
 
+Message::~Message() { release(); }
+
+Message& Message::operator=(Message other) noexcept {
+  release();
+  comm_ = std::move(other.comm_);
+  matched_ = std::move(other.matched_);
+  no_proc_ = other.no_proc_;
+  return *this;
+}
+
+void Message::release() noexcept {
+  if (matched_ && matched_.use_count() == 1) {
+    if (detail::Runtime* runtime = detail::Runtime::current()) {
+      try {
+        runtime->engine().restore_matched(*matched_);
+      } catch (...) {  // the engine's lock failed: the message stays lost, as before
+      }
+    }
+  }
+  matched_.reset();
+  comm_.reset();
+  no_proc_ = false;
+}
+
 Message Message::no_proc() {
   Message m;
   m.no_proc_ = true;

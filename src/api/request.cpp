@@ -155,11 +155,4 @@ std::size_t Request::wait_any(std::span<Request> requests, Status* status) {
   return which;
 }
 
-void detail::wait_quietly(Request& request) noexcept {
-  try {
-    (void)request.wait();
-  } catch (...) {  // the caller is already failing with another error
-  }
-}
-
 }  // namespace sempi

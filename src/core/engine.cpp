@@ -662,6 +662,23 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
   return wait_for_match([&] { return take_unexpected(comm, source, tag); });
 }
 
+void Engine::restore_matched(MatchedMessage& matched) {
+  std::lock_guard lock(mu_);
+  if (matched.received) return;
+  matched.received = true;
+  Unexpected& message = matched.message;
+  // A receive posted while the message was taken found nothing: it gets it now.
+  if (!message.undecided) {
+    if (auto request = take_posted(message.context, message.source, message.tag)) {
+      deliver_unexpected_to(message, request);
+      return;
+    }
+  }
+  unexpected_.push_front(std::move(message));
+  ++unexpected_generation_;
+  notify_waiters();
+}
+
 std::shared_ptr<RequestState> Engine::receive_matched(
     MatchedMessage& matched, const std::shared_ptr<const CommState>& comm, void* buf,
     std::size_t capacity) {

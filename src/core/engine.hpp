@@ -147,6 +147,10 @@ class Engine {
   Probed mprobe(const CommState& comm, int source, int tag);
   /// Receives a taken message into `buf` (a rendezvous message's data is asked for now). Each
   /// message is received at most once: a second call fails the request with ErrorClass::request.
+  /// A matched message dropped without being received goes back to the front of matching
+  /// (it is the oldest of its source's), so its sender's budget, acknowledgement or data
+  /// transfer are not lost with it. Does nothing once it was received.
+  void restore_matched(MatchedMessage& message);
   std::shared_ptr<RequestState> receive_matched(MatchedMessage& message,
                                                 const std::shared_ptr<const CommState>& comm,
                                                 void* buf, std::size_t capacity);
