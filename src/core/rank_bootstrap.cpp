@@ -1,6 +1,7 @@
 #include "core/rank_bootstrap.hpp"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -123,7 +125,22 @@ JoinedJob singleton_job() {
   return job;
 }
 
+// Other processes of this user (a compromised rank of the same job on this host, where the
+// kernel's ptrace_scope allows it) must not read this rank's key from its memory, nor take its
+// bootstrap channel with pidfd_getfd: the rank is not dumpable, as sempirun is not. With
+// SEMPI_DUMPABLE=1 it stays dumpable, for core files and attaching a debugger.
+void protect_from_siblings() {
+  const std::string value = env_or("SEMPI_DUMPABLE", "0");
+  if (value == "1") return;
+  if (value != "0") throw Error(ErrorClass::config, "SEMPI_DUMPABLE='" + value + "' is not 0 or 1");
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) {
+    throw Error(ErrorClass::io, std::string("cannot protect this rank's key: prctl: ") +
+                                    std::strerror(errno));
+  }
+}
+
 JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
+  protect_from_siblings();
   JoinedJob joined;
   joined.bootstrap.reset(bootstrap_fd_from_env());
   const int fd = joined.bootstrap.get();

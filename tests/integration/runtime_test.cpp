@@ -187,6 +187,15 @@ TEST(Failure, BadFinalizeTimeoutIsAnInitializationError) {
   EXPECT_EQ(result.output.find("terminate called"), std::string::npos) << result.output;
 }
 
+TEST(Environment, RanksAreDumpableOnlyWhenAsked) {
+  const auto asked = run(2, "environment", {"-x", "SEMPI_DUMPABLE=1"}, 120s);
+  EXPECT_EQ(asked.exit_code, 0) << asked.output;  // check_environment looks at PR_GET_DUMPABLE
+  const auto bad = run(2, "environment", {"-x", "SEMPI_DUMPABLE=yes"}, 120s);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("SEMPI_DUMPABLE='yes' is not 0 or 1"), std::string::npos)
+      << bad.output;
+}
+
 TEST(Failure, NegativeOrNonNumericByteLimitIsRefusedNotUnlimited) {
   // strtoull takes "-1" as 2^64-1: once, that silently lifted the unexpected-data bound.
   const std::pair<const char*, const char*> cases[] = {

@@ -1,6 +1,7 @@
 // A rank program that checks point-to-point semantics for real, under sempirun.
 // Usage: p2p_check SCENARIO   (exit 0 = every check passed; a failed check prints and exits 1)
 
+#include <sys/prctl.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -405,6 +406,10 @@ void check_environment(const sempi::Communicator& world) {
   CHECK(size != nullptr && std::atoi(size) == world.size());
   CHECK(sempi::Environment::job_id() == std::getenv("SEMPI_JOB_ID"));
   CHECK(sempi::Environment::initialized());
+  // Launched ranks are not dumpable (no sibling can read their key) unless asked to be.
+  const char* dumpable = std::getenv("SEMPI_DUMPABLE");
+  const bool wanted = dumpable != nullptr && std::string(dumpable) == "1";
+  CHECK(::prctl(PR_GET_DUMPABLE) == (wanted ? 1 : 0));
 }
 
 // A sender far ahead of its receiver: unexpected data must stay bounded by the per-peer budget
