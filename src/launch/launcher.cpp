@@ -4,12 +4,14 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -220,6 +222,28 @@ std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path
   return audit::ChainHead{record.seq(), to_hex(audit::sha256(*line))};
 }
 
+// Both descriptors refer to the same file (or pipe, or terminal).
+bool same_file(int a, int b) {
+  struct stat sa {};
+  struct stat sb {};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// Our children, from /proc/self/task/*/children (empty if the kernel does not offer it).
+std::vector<pid_t> children_of_this_process() {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    pid_t pid = 0;
+    while (in >> pid) pids.push_back(pid);
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -251,13 +275,22 @@ class Launcher::Job {
       throw Error(ErrorClass::io, std::string("cannot protect the job's keys from core dumps: ") +
                                       std::strerror(errno));
     }
+    // Descendants a rank leaves behind, even outside its process group (setsid), become our
+    // children when their parents die, so that the end of the job can end them too.
+    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ensure_standard_fds();
     const auto nofile = raise_fd_limit();
     check_fd_budget();
     SignalPipe signals;
     // Declared after `signals`, so they are gone before the pipe their wake-ups write to.
+    // stdout and stderr on one file (2>&1) share one writer: one queue keeps the order in
+    // which the launcher read the lines, and no write of one stream splits a line of the other.
     OutputWriter out(STDOUT_FILENO, [&signals] { signals.wake(); });
-    OutputWriter err(STDERR_FILENO, [&signals] { signals.wake(); });
+    std::optional<OutputWriter> own_err;
+    if (!same_file(STDOUT_FILENO, STDERR_FILENO)) {
+      own_err.emplace(STDERR_FILENO, [&signals] { signals.wake(); });
+    }
+    OutputWriter& err = own_err ? *own_err : out;
     stdout_ = &out;
     stderr_ = &err;
 
@@ -481,7 +514,10 @@ class Launcher::Job {
       check_deadlines(now);
       if (running_ == 0) {
         if (!drain_deadline_) begin_drain(now);
-        if (!any_output_open() || now >= *drain_deadline_) return;
+        if (!any_output_open() || now >= *drain_deadline_) {
+          end_orphans();
+          return;
+        }
       }
 
       fds.clear();
@@ -526,6 +562,8 @@ class Launcher::Job {
               break;
             case Source::out:
             case Source::err:
+              // Asked again before each read: the queue may have filled in this round.
+              if (stdout_->congested() || stderr_->congested()) break;
               read_output(w.rank, w.source == Source::out, false);
               break;
           }
@@ -672,13 +710,31 @@ class Launcher::Job {
   }
 
   // Every rank has been reaped. Children a rank left behind in its process group may still
-  // hold its output pipes: they do not outlive the job either. (A child that left the group,
-  // with setsid, is beyond reach: sempirun does not collect orphans.)
+  // hold its output pipes: they do not outlive the job either. (Those that left the group,
+  // with setsid, are our children by now: end_orphans() ends them, at the latest when the
+  // drain does.)
   void begin_drain(TimePoint now) {
     drain_deadline_ = now + kDrainGrace;
     for (auto& rank : ranks_) {
       if (rank->process.out().valid() || rank->process.err().valid()) {
         rank->process.signal_group(SIGKILL);  // reaped: its pid may be another process's now
+      }
+    }
+    end_orphans();
+  }
+
+  // Every rank has been reaped, so each child we still have is a descendant of a rank that
+  // left its process group and was handed to us when its parent died: kill and reap them,
+  // and again the children their deaths hand over, until none is left.
+  void end_orphans() {
+    constexpr int kMaxGenerations = 64;  // a fork bomb is not followed for ever
+    for (int generation = 0; generation < kMaxGenerations; ++generation) {
+      const std::vector<pid_t> orphans = children_of_this_process();
+      if (orphans.empty()) return;
+      for (const pid_t pid : orphans) ::kill(pid, SIGKILL);
+      for (const pid_t pid : orphans) {
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
       }
     }
   }

@@ -74,13 +74,18 @@ OutputWriter::OutputWriter(int fd, std::function<void()> wake)
     : state_(std::make_shared<State>()) {
   state_->fd = fd;
   state_->wake = std::move(wake);
-  // Signals are the event loop's: the thread starts with all of them blocked.
-  sigset_t all;
-  sigset_t saved;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+  // Signals are the event loop's: the thread starts with all of them blocked (a new thread
+  // inherits the mask), and ours is restored however the start ends.
+  struct BlockAllSignals {
+    sigset_t saved;
+    BlockAllSignals() {
+      sigset_t all;
+      sigfillset(&all);
+      ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+    }
+    ~BlockAllSignals() { ::pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
+  } blocked;
   thread_ = std::thread([state = state_] { run(*state); });
-  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 OutputWriter::~OutputWriter() {

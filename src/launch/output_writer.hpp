@@ -8,8 +8,9 @@
 // it would without sempirun.
 //
 // Pieces (whole lines, see OutputForwarder) are written in order. Consecutive pieces are joined
-// into one write() only up to PIPE_BUF bytes, so when stdout and stderr are the same pipe (2>&1)
-// a line of up to PIPE_BUF bytes is still never split by the other stream's writer.
+// into one write() only up to PIPE_BUF bytes, so that a line of up to PIPE_BUF bytes is never
+// split by another process writing to the same pipe. (When sempirun's stdout and stderr are the
+// same file, it uses one writer for both.)
 //
 // Thread safety: write(), queued(), congested(), drained() and broken() are for one thread (the
 // event loop); the writer thread is internal. The wake callback runs on the writer thread.
@@ -35,8 +36,9 @@ class OutputWriter {
   /// (writing a byte to a self-pipe is what the launcher does).
   OutputWriter(int fd, std::function<void()> wake);
   /// Waits up to kFinalWriteWait for what is queued to be written, unless abandon() was called,
-  /// then joins the thread. A thread still blocked in write() after that (the reader never came
-  /// back) is left to end with the process: what it holds is dropped.
+  /// then joins the thread. A thread still blocked in write() after that (the reader is not
+  /// reading) is detached: it writes on if the reader comes back before the process ends, and
+  /// what is left then is lost.
   ~OutputWriter();
   OutputWriter(const OutputWriter&) = delete;
   OutputWriter& operator=(const OutputWriter&) = delete;

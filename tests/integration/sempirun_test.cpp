@@ -432,6 +432,23 @@ TEST(Sempirun, ChildrenOfRanksDoNotSurviveTeardown) {
   expect_all_gone(dir.path(), 1);
 }
 
+// A rank's child that left its process group (setsid) is handed to sempirun when the rank
+// dies, and does not outlive the job either (it used to run on, holding the output pipe).
+TEST(Sempirun, ChildrenThatLeftTheProcessGroupDoNotSurviveTheJob) {
+  TempDir dir;
+  // The child reports its own pid (after setsid, which may fork) through a FIFO, so the rank
+  // exits only once the pid is known: no timing involved.
+  const auto fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = run_sempirun(
+      {"-n", "1", "sh", "-c",
+       "setsid sh -c 'echo $$ > " + fifo.string() + "; exec sleep 60' & read child < " +
+           fifo.string() + "; echo $child > " + (dir.path() / "pid.0").string() + "; exit 0"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+  expect_all_gone(dir.path(), 1);
+}
+
 TEST(Sempirun, TimeoutTearsDownTheJob) {
   const auto r = run_sempirun({"-n", "2", "--timeout", "2", "sleep", "60"});
   EXPECT_EQ(r.status, 124) << describe(r);
