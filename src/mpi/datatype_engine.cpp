@@ -27,6 +27,15 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b) {
   return r;
 }
 
+std::int64_t checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) {
+    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
+                                     std::to_string(a) + " - " + std::to_string(b) + ")");
+  }
+  return r;
+}
+
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -78,7 +87,7 @@ struct Bounds {
     t.ub = ub.value;
     t.explicit_lb = lb.is_explicit;
     t.explicit_ub = ub.is_explicit;
-    (void)checked_add(t.ub, -t.lb);  // extent() must not overflow
+    (void)checked_sub(t.ub, t.lb);  // extent() must not overflow
     if (true_lb <= true_ub) {  // else no member has data: they stay 0
       t.true_lb = true_lb;
       t.true_ub = true_ub;

@@ -107,9 +107,10 @@ class TypeMap {
   void append_instances(const TypeMap& old, std::int64_t displacement, std::int64_t count);
 };
 
-/// a * b and a + b, or sempi::Error (class arg) if the result does not fit in 64 bits.
+/// a * b, a + b and a - b, or sempi::Error (class arg) if the result does not fit in 64 bits.
 std::int64_t checked_mul(std::int64_t a, std::int64_t b);
 std::int64_t checked_add(std::int64_t a, std::int64_t b);
+std::int64_t checked_sub(std::int64_t a, std::int64_t b);
 
 /// Size in bytes and name ("MPI_INT") of a basic type.
 const char* basic_name(Basic b) noexcept;

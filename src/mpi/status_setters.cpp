@@ -35,10 +35,11 @@ std::int64_t bytes_of_elements(const TypeMap& type, std::int64_t elements) {
 int set_elements(const char* function, MPI_Status* status, MPI_Datatype datatype,
                  MPI_Count count) {
   return guarded(MPI_COMM_WORLD, function, [&] {
-    // ROMIO sets the elements of MPI_STATUS_IGNORE; Open MPI and MPICH accept that quietly.
-    if (status == MPI_STATUS_IGNORE) return;
     if (count < 0) fail(MPI_ERR_COUNT, "negative count " + std::to_string(count));
     const auto& type = type_of(datatype, false);
+    // ROMIO sets the elements of MPI_STATUS_IGNORE; Open MPI and MPICH accept that quietly
+    // (after checking the other arguments, as here).
+    if (status == MPI_STATUS_IGNORE) return;
     status->sempi_bytes = static_cast<MPI_Count>(bytes_of_elements(*type, count));
   });
 }

@@ -80,6 +80,10 @@ printf '{"version": 1, "communicators": [{"name": "\\u001b]0;pwned\\u0007", "mem
 expect 0 'pwned' "a communicator name with control characters is valid" -- \
   "$SEMPI" policy check "$WORK/name.json" --ranks 2
 if grep -q $'\x1b' "$WORK/out"; then fail "the policy summary printed a raw escape character"; fi
+{ printf '{"version": 1, "comment": "'; head -c 300000 /dev/zero | tr '\0' x; printf '"}'; } \
+  > "$WORK/large.json"
+expect 1 'large.json: /: the policy is [0-9]* bytes in canonical form' \
+  "a canonical form too large for a job is a finding" -- "$SEMPI" policy check "$WORK/large.json"
 expect 2 "" "--ranks beyond sempirun's limit" -- "$SEMPI" policy check "$WORK/name.json" --ranks 4097
 printf '{"version": 1, "groups": {"io": "0-1"}, "segmentation": [{"between": ["io", "\\u001b]0;pwned\\u0007"]}]}' \
   > "$WORK/escape.json"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,6 +74,15 @@ std::string one_file(const CliArgs& cli) {
   return cli.positional().front();
 }
 
+// An error about the whole file ("FILE: reason", or "FILE: /path: reason") as a finding line
+// in the form FILE: JSON-PATH: reason.
+std::string as_finding(const std::string& what, const std::string& file) {
+  const std::string prefix = file + ": ";
+  std::string finding = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
+  if (!finding.starts_with("/")) finding = "/: " + finding;
+  return file + ": " + finding;
+}
+
 int run_check(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::fputs(kCheckUsage, stdout);
@@ -92,12 +102,8 @@ int run_check(const std::vector<std::string>& args) {
     json = policy::parse_policy_json(text, file);
   } catch (const Error& e) {
     // A syntax error (with line and column), a repeated key, deep nesting, a number no double
-    // holds (1e400): findings about the file, printed as FILE: JSON-PATH: reason.
-    const std::string what = e.what();
-    const std::string prefix = file + ": ";
-    std::string finding = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
-    if (!finding.starts_with("/")) finding = "/: " + finding;
-    std::fprintf(stdout, "%s: %s\n", file.c_str(), printable(finding).c_str());
+    // holds (1e400): findings about the file.
+    std::fprintf(stdout, "%s\n", printable(as_finding(e.what(), file)).c_str());
     return kExitFinding;
   }
   const auto issues = policy::Policy::validate(json);
@@ -111,7 +117,14 @@ int run_check(const std::vector<std::string>& args) {
                  issues.size() == 1 ? "" : "s");
     return kExitFinding;
   }
-  const auto rules = policy::Policy::compile(policy::PolicyDocument::parse(text, file));
+  std::optional<policy::PolicyDocument> document;
+  try {
+    document = policy::PolicyDocument::parse(text, file);  // e.g. a canonical form too large
+  } catch (const Error& e) {
+    std::fprintf(stdout, "%s\n", printable(as_finding(e.what(), file)).c_str());
+    return kExitFinding;
+  }
+  const auto rules = policy::Policy::compile(*document);
   // The summary and warnings quote the policy's names, which may hold any bytes: escaped.
   std::fprintf(stdout, "%s: valid\n%s", file.c_str(),
                printable_lines(rules.summary(ranks)).c_str());

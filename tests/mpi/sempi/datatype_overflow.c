@@ -57,6 +57,17 @@ int main(int argc, char** argv) {
                      MPI_Type_create_hvector(3, 1, (MPI_Aint)1 << 62, MPI_INT, &bad));
   EXPECT_ERROR_CLASS(MPI_ERR_ARG, MPI_Type_vector(1 << 30, 1, 1 << 30, huge, &bad));
 
+  /* An extent from LONG_MIN to 1 does not fit in 64 bits either. */
+  int two[2] = {1, 1};
+  MPI_Aint far_apart[2] = {LONG_MIN, 0};
+  MPI_Datatype bytes[2] = {MPI_BYTE, MPI_BYTE};
+  EXPECT_ERROR_CLASS(MPI_ERR_ARG, MPI_Type_create_struct(2, two, far_apart, bytes, &bad));
+
+  /* MPI_STATUS_IGNORE is accepted only with valid other arguments. */
+  EXPECT_ERROR_CLASS(MPI_ERR_COUNT, MPI_Status_set_elements(MPI_STATUS_IGNORE, MPI_INT, -1));
+  EXPECT_ERROR_CLASS(MPI_ERR_TYPE,
+                     MPI_Status_set_elements(MPI_STATUS_IGNORE, MPI_DATATYPE_NULL, 1));
+
   /* INT_MAX separate blocks: refused at once, not after gigabytes of layout. */
   EXPECT_ERROR_CLASS(MPI_ERR_NO_MEM, MPI_Type_vector(INT_MAX, 1, 2, MPI_BYTE, &bad));
   /* The same count of touching blocks is one block: fine. */
