@@ -9,30 +9,30 @@
 
 namespace sempi::mpi {
 
+namespace {
+
+[[noreturn]] void too_large(std::int64_t a, const char* op, std::int64_t b) {
+  throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
+                                   std::to_string(a) + " " + op + " " + std::to_string(b) + ")");
+}
+
+}  // namespace
+
 std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) {
-    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
-                                     std::to_string(a) + " * " + std::to_string(b) + ")");
-  }
+  if (__builtin_mul_overflow(a, b, &r)) too_large(a, "*", b);
   return r;
 }
 
 std::int64_t checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) {
-    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
-                                     std::to_string(a) + " + " + std::to_string(b) + ")");
-  }
+  if (__builtin_add_overflow(a, b, &r)) too_large(a, "+", b);
   return r;
 }
 
 std::int64_t checked_sub(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) {
-    throw Error(ErrorClass::arg, "the datatype's size or extent does not fit in 64 bits (" +
-                                     std::to_string(a) + " - " + std::to_string(b) + ")");
-  }
+  if (__builtin_sub_overflow(a, b, &r)) too_large(a, "-", b);
   return r;
 }
 
