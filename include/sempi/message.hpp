@@ -27,13 +27,15 @@ struct MatchedMessage;
 class [[nodiscard]] Message {
  public:
   Message() = default;  ///< no message (MPI_MESSAGE_NULL)
-  /// A message dropped without being received (the last handle to it destroyed or assigned
-  /// over) goes back to matching: a later receive or probe gets it, and its sender is not
-  /// left waiting for an acknowledgement or a transfer that never comes.
+  /// A message dropped without being received (its handle destroyed or assigned over) goes
+  /// back to matching, where it arrived: a later receive or probe gets it, and its sender is
+  /// not left waiting for an acknowledgement or a transfer that never comes. One handle owns
+  /// a message: Messages move, they do not copy.
   ~Message();
-  Message(const Message&) = default;
-  Message(Message&&) noexcept = default;
-  Message& operator=(Message other) noexcept;
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  Message(Message&& other) noexcept;
+  Message& operator=(Message&& other) noexcept;
   /// The message of a probe for source PROC_NULL (MPI_MESSAGE_NO_PROC): receiving it completes
   /// at once with source PROC_NULL, tag ANY_TAG and no data.
   static Message no_proc();

@@ -146,7 +146,7 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
                                     int sendtag, void* recvbuf, std::size_t capacity, int source,
                                     int recvtag) const {
   // Every argument first: a receive posted before a send refused for its destination would
-  // have taken a message into the caller's buffer for a call that fails.
+  // take a message into the caller's buffer for a call that fails.
   const auto& comm = checked(state_, "sendrecv");
   check_peer(comm, dest, false, "sendrecv", "destination");
   check_tag(sendtag, false, "sendrecv");
@@ -154,12 +154,15 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
   check_peer(comm, source, true, "sendrecv", "source");
   check_tag(recvtag, true, "sendrecv");
   check_buffer(recvbuf, capacity, "sendrecv");
-  Request r = irecv_bytes(recvbuf, capacity, source, recvtag);
-  Request s;
+  // The send first: one the policy refuses fails at once (the engine checks it as it starts),
+  // and then no receive is posted to take a message for a call that fails.
+  Request s = isend_bytes(sendbuf, sendbytes, dest, sendtag);
+  (void)s.test();  // throws if the send already failed
+  Request r;
   try {
-    s = isend_bytes(sendbuf, sendbytes, dest, sendtag);
+    r = irecv_bytes(recvbuf, capacity, source, recvtag);
   } catch (...) {
-    if (!r.cancel()) wait_quietly(r);  // matched meanwhile: let it land
+    wait_quietly(s);
     throw;
   }
   Status status;

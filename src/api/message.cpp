@@ -8,16 +8,23 @@ namespace sempi {
 
 Message::~Message() { release(); }
 
-Message& Message::operator=(Message other) noexcept {
+Message::Message(Message&& other) noexcept
+    : comm_(std::move(other.comm_)), matched_(std::move(other.matched_)), no_proc_(other.no_proc_) {
+  other.no_proc_ = false;
+}
+
+Message& Message::operator=(Message&& other) noexcept {
+  if (this == &other) return *this;
   release();
   comm_ = std::move(other.comm_);
   matched_ = std::move(other.matched_);
   no_proc_ = other.no_proc_;
+  other.no_proc_ = false;
   return *this;
 }
 
 void Message::release() noexcept {
-  if (matched_ && matched_.use_count() == 1) {
+  if (matched_) {
     if (detail::Runtime* runtime = detail::Runtime::current()) {
       try {
         runtime->engine().restore_matched(*matched_);

@@ -374,9 +374,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     } else {
       complete(*request);
     }
-    unexpected_.push_back(std::move(message));
-    ++unexpected_generation_;
-    notify_waiters();
+    queue_unexpected(std::move(message));
     return request;
   }
 
@@ -662,6 +660,13 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
   return wait_for_match([&] { return take_unexpected(comm, source, tag); });
 }
 
+void Engine::queue_unexpected(Unexpected&& message) {
+  message.arrival = ++arrivals_;
+  unexpected_.push_back(std::move(message));
+  ++unexpected_generation_;
+  notify_waiters();
+}
+
 void Engine::restore_matched(MatchedMessage& matched) {
   std::lock_guard lock(mu_);
   if (matched.received) return;
@@ -674,7 +679,11 @@ void Engine::restore_matched(MatchedMessage& matched) {
       return;
     }
   }
-  unexpected_.push_front(std::move(message));
+  // Back to where it arrived: a later message of the same sender must not overtake it.
+  const auto later = std::find_if(unexpected_.begin(), unexpected_.end(), [&](const Unexpected& m) {
+    return m.arrival > message.arrival;
+  });
+  unexpected_.insert(later, std::move(message));
   ++unexpected_generation_;
   notify_waiters();
 }
@@ -1476,9 +1485,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
           e.deliver_unexpected_to(message, request);
         } else {
-          e.unexpected_.push_back(std::move(message));
-          ++e.unexpected_generation_;
-          e.notify_waiters();
+          e.queue_unexpected(std::move(message));
         }
       }
       return {};
@@ -1517,9 +1524,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       message.msg_id = id;
       message.undecided = admit == Admit::pending;
       e.account_unexpected(*this, message.budget_cost());
-      e.unexpected_.push_back(std::move(message));
-      ++e.unexpected_generation_;
-      e.notify_waiters();
+      e.queue_unexpected(std::move(message));
       return {};
     }
     case FrameType::cts: {

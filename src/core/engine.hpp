@@ -147,9 +147,9 @@ class Engine {
   Probed mprobe(const CommState& comm, int source, int tag);
   /// Receives a taken message into `buf` (a rendezvous message's data is asked for now). Each
   /// message is received at most once: a second call fails the request with ErrorClass::request.
-  /// A matched message dropped without being received goes back to the front of matching
-  /// (it is the oldest of its source's), so its sender's budget, acknowledgement or data
-  /// transfer are not lost with it. Does nothing once it was received.
+  /// A matched message dropped without being received goes back into matching where it
+  /// arrived, so its sender's budget, acknowledgement or data transfer are not lost with it.
+  /// Does nothing once it was received.
   void restore_matched(MatchedMessage& message);
   std::shared_ptr<RequestState> receive_matched(MatchedMessage& message,
                                                 const std::shared_ptr<const CommState>& comm,
@@ -223,6 +223,7 @@ class Engine {
     std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
     bool undecided = false;    // arrived before its communicator existed here: see above
     policy::Verdict refusal = policy::Verdict::allow;  // why it was refused, when it was
+    std::uint64_t arrival = 0;  // order of arrival among unexpected messages (queue_unexpected)
 
     /// What this entry holds against its peer's unexpected budget: its payload plus a fixed
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
@@ -320,6 +321,8 @@ class Engine {
   void part_done(const std::shared_ptr<RequestState>& request, std::error_code ec, int peer);
   bool matches(const RequestState& request, std::uint32_t context, int source, int tag) const;
   std::shared_ptr<RequestState> take_posted(std::uint32_t context, int source, int tag);
+  /// Appends an unmatched message (numbered in arrival order) and wakes waiters.
+  void queue_unexpected(Unexpected&& message);
   void deliver_unexpected_to(Unexpected& message, const std::shared_ptr<RequestState>& request);
   void start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
                                 const std::shared_ptr<RequestState>& request,
@@ -398,6 +401,7 @@ class Engine {
   // reused, so none can leave): a few dozen bytes each.
   std::unordered_set<std::uint32_t> contexts_adopted_;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
+  std::uint64_t arrivals_ = 0;  // numbers unexpected messages in arrival order (under mu_)
   // Bumped (under mu_) by every progress step that moved data on a channel: see wait_until.
   std::atomic<std::uint64_t> traffic_{0};
   std::atomic<std::uint32_t> contexts_allocated_{0};

@@ -282,6 +282,8 @@ class Launcher::Job {
     const auto nofile = raise_fd_limit();
     check_fd_budget();
     SignalPipe signals;
+    signals_ = &signals;
+    children_before_job_ = children_of_this_process();
     // Declared after `signals`, so they are gone before the pipe their wake-ups write to.
     // stdout and stderr on one file (2>&1) share one writer: one queue keeps the order in
     // which the launcher read the lines, and no write of one stream splits a line of the other.
@@ -723,17 +725,37 @@ class Launcher::Job {
     end_orphans();
   }
 
-  // Every rank has been reaped, so each child we still have is a descendant of a rank that
-  // left its process group and was handed to us when its parent died: kill and reap them,
-  // and again the children their deaths hand over, until none is left.
+  // Every rank has been reaped, so each child we still have, apart from those we had before
+  // the job (a process `exec sempirun` left us), is a descendant of a rank that left its
+  // process group and was handed to us when its parent died: kill and reap them, and again
+  // the children their deaths hand over. Bounded: kKillGrace in all, and a child we may not
+  // signal (it changed its user) or that does not die (uninterruptible sleep) is left alone.
   void end_orphans() {
-    constexpr int kMaxGenerations = 64;  // a fork bomb is not followed for ever
-    for (int generation = 0; generation < kMaxGenerations; ++generation) {
-      const std::vector<pid_t> orphans = children_of_this_process();
+    const auto deadline = Clock::now() + kKillGrace;
+    std::set<pid_t> spared(children_before_job_.begin(), children_before_job_.end());
+    while (Clock::now() < deadline) {
+      std::vector<pid_t> orphans;
+      for (const pid_t pid : children_of_this_process()) {
+        if (spared.count(pid) == 0) orphans.push_back(pid);
+      }
       if (orphans.empty()) return;
-      for (const pid_t pid : orphans) ::kill(pid, SIGKILL);
       for (const pid_t pid : orphans) {
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        if (::kill(pid, SIGKILL) != 0) spared.insert(pid);
+      }
+      // Reap what died; wait for SIGCHLD (the self-pipe) for the rest, until the deadline.
+      bool reaped = false;
+      for (const pid_t pid : orphans) {
+        if (::waitpid(pid, nullptr, WNOHANG) > 0) reaped = true;
+      }
+      if (!reaped) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+        pollfd p{signals_->fd(), POLLIN, 0};
+        if (left.count() > 0) ::poll(&p, 1, static_cast<int>(left.count()));
+        for (const int sig : signals_->take()) {  // SIGCHLD is what this waits for
+          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            on_launcher_signal(sig);
+            return;
+          }
         }
       }
     }
@@ -934,7 +956,10 @@ class Launcher::Job {
       if (pid < 0 && errno == EINTR) continue;
       if (pid <= 0) return;
       const auto it = pid_to_rank_.find(pid);
-      if (it != pid_to_rank_.end()) on_exit(it->second, ExitStatus::from_wait_status(status));
+      if (it == pid_to_rank_.end()) continue;  // an orphan handed to us (see end_orphans)
+      const std::uint32_t r = it->second;
+      pid_to_rank_.erase(it);  // the pid may come back as an orphan's
+      on_exit(r, ExitStatus::from_wait_status(status));
     }
   }
 
@@ -986,6 +1011,8 @@ class Launcher::Job {
   std::optional<Enrollment> enrollment_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<pid_t, std::uint32_t> pid_to_rank_;
+  SignalPipe* signals_ = nullptr;   // set for the duration of run()
+  std::vector<pid_t> children_before_job_;  // not ours to end (see end_orphans)
   OutputWriter* stdout_ = nullptr;  // set for the duration of run()
   OutputWriter* stderr_ = nullptr;
   std::uint32_t running_ = 0;

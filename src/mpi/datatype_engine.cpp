@@ -89,6 +89,7 @@ struct Bounds {
     t.explicit_ub = ub.is_explicit;
     (void)checked_sub(t.ub, t.lb);  // extent() must not overflow
     if (true_lb <= true_ub) {  // else no member has data: they stay 0
+      (void)checked_sub(true_ub, true_lb);  // nor may the true extent overflow
       t.true_lb = true_lb;
       t.true_ub = true_ub;
     }

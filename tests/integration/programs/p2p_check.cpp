@@ -346,6 +346,22 @@ void edge_cases(const sempi::Communicator& world) {
       world.ssend(42, 0, 31);
     }
   }
+  // ... and back where it arrived: an older message of the same sender, with another tag,
+  // still comes first (a receive for any tag must not get the younger one).
+  if (size > 1 && rank < 2) {
+    if (rank == 0) {
+      (void)world.probe(1, 42);  // both are here: one sender's messages arrive in order
+      { auto [younger, status] = world.mprobe(1, 42); }
+      int v = 0;
+      const auto first = world.recv(&v, 1, 1, sempi::ANY_TAG);
+      CHECK(first.tag == 41 && v == 41);
+      world.recv(v, 1, 42);
+      CHECK(v == 42);
+    } else {
+      world.send(41, 0, 41);
+      world.send(42, 0, 42);
+    }
+  }
   // wait_all rethrows a failure as it was thrown: a truncated receive's RequestError keeps the
   // status that names the sender and the bytes kept.
   if (size > 1 && rank < 2) {

@@ -63,6 +63,13 @@ int main(int argc, char** argv) {
   MPI_Datatype bytes[2] = {MPI_BYTE, MPI_BYTE};
   EXPECT_ERROR_CLASS(MPI_ERR_ARG, MPI_Type_create_struct(2, two, far_apart, bytes, &bad));
 
+  /* Bounds that fit, true bounds from LONG_MIN to 1 that do not. */
+  MPI_Datatype late_byte;
+  CHECK_MPI(MPI_Type_create_resized(MPI_BYTE, LONG_MAX - 1, 1, &late_byte));
+  MPI_Datatype parts[2] = {late_byte, MPI_BYTE};
+  EXPECT_ERROR_CLASS(MPI_ERR_ARG, MPI_Type_create_struct(2, two, far_apart, parts, &bad));
+  CHECK_MPI(MPI_Type_free(&late_byte));
+
   /* MPI_STATUS_IGNORE is accepted only with valid other arguments. */
   EXPECT_ERROR_CLASS(MPI_ERR_COUNT, MPI_Status_set_elements(MPI_STATUS_IGNORE, MPI_INT, -1));
   EXPECT_ERROR_CLASS(MPI_ERR_TYPE,
