@@ -58,24 +58,45 @@ Request null_peer_request() {
 
 Status wait_or_throw(Request request) { return request.wait(); }
 
-Request start_send(const std::shared_ptr<detail::CommState>& state, const void* buf,
-                   std::size_t bytes, int dest, int tag, bool synchronous, const char* operation) {
-  const auto& comm = checked(state, operation);
+// The arguments of a send, and of a receive, on `comm`: the error of the first bad one.
+void check_send(const detail::CommState& comm, const void* buf, std::size_t bytes, int dest,
+                int tag, const char* operation) {
   check_peer(comm, dest, false, operation, "destination");
   check_tag(tag, false, operation);
   check_buffer(buf, bytes, operation);
+}
+
+void check_recv(const detail::CommState& comm, const void* buf, std::size_t capacity, int source,
+                int tag, const char* operation) {
+  check_peer(comm, source, true, operation, "source");
+  check_tag(tag, true, operation);
+  check_buffer(buf, capacity, operation);
+}
+
+// Starts a checked send or receive.
+Request post_send(const detail::CommState& comm, const void* buf, std::size_t bytes, int dest,
+                  int tag, bool synchronous) {
   if (dest == PROC_NULL) return null_peer_request();
   return Request(Runtime::get().engine().isend(comm, detail::OpKind::p2p, buf, bytes, dest, tag, synchronous));
 }
 
-Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
-                   std::size_t capacity, int source, int tag, const char* operation) {
-  const auto& comm = checked(state, operation);
-  check_peer(comm, source, true, operation, "source");
-  check_tag(tag, true, operation);
-  check_buffer(buf, capacity, operation);
+Request post_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
+                  std::size_t capacity, int source, int tag) {
   if (source == PROC_NULL) return null_peer_request();
   return Request(Runtime::get().engine().irecv(state, false, buf, capacity, source, tag));
+}
+
+Request start_send(const std::shared_ptr<detail::CommState>& state, const void* buf,
+                   std::size_t bytes, int dest, int tag, bool synchronous, const char* operation) {
+  const auto& comm = checked(state, operation);
+  check_send(comm, buf, bytes, dest, tag, operation);
+  return post_send(comm, buf, bytes, dest, tag, synchronous);
+}
+
+Request start_recv(const std::shared_ptr<detail::CommState>& state, void* buf,
+                   std::size_t capacity, int source, int tag, const char* operation) {
+  check_recv(checked(state, operation), buf, capacity, source, tag, operation);
+  return post_recv(state, buf, capacity, source, tag);
 }
 
 // Waits for `request` and ignores how it ended: clean-up on the way out of a call that is
@@ -148,19 +169,15 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
   // Every argument first: a receive posted before a send refused for its destination would
   // take a message into the caller's buffer for a call that fails.
   const auto& comm = checked(state_, "sendrecv");
-  check_peer(comm, dest, false, "sendrecv", "destination");
-  check_tag(sendtag, false, "sendrecv");
-  check_buffer(sendbuf, sendbytes, "sendrecv");
-  check_peer(comm, source, true, "sendrecv", "source");
-  check_tag(recvtag, true, "sendrecv");
-  check_buffer(recvbuf, capacity, "sendrecv");
+  check_send(comm, sendbuf, sendbytes, dest, sendtag, "sendrecv");
+  check_recv(comm, recvbuf, capacity, source, recvtag, "sendrecv");
   // The send first: one the policy refuses fails at once (the engine checks it as it starts),
   // and then no receive is posted to take a message for a call that fails.
-  Request s = isend_bytes(sendbuf, sendbytes, dest, sendtag);
+  Request s = post_send(comm, sendbuf, sendbytes, dest, sendtag, false);
   (void)s.test();  // throws if the send already failed
   Request r;
   try {
-    r = irecv_bytes(recvbuf, capacity, source, recvtag);
+    r = post_recv(state_, recvbuf, capacity, source, recvtag);
   } catch (...) {
     wait_quietly(s);
     throw;

@@ -31,6 +31,27 @@ void wait_driven(detail::RequestState& state) {
   }
 }
 
+// True if the request is complete; else adds what it waits for to `blockers`. A
+// schedule-driven request advances here first.
+bool done_or_add_blockers(detail::RequestState& state,
+                          std::vector<const detail::RequestState*>& blockers) {
+  if (state.driver ? driven_done(state) : state.done.load(std::memory_order_acquire)) {
+    return true;
+  }
+  if (state.driver) {
+    state.driver->blockers(blockers);
+  } else {
+    blockers.push_back(&state);
+  }
+  return false;
+}
+
+bool any_driven(std::span<const Request> requests) {
+  return std::any_of(requests.begin(), requests.end(), [](const Request& r) {
+    return !r.is_null() && r.state()->driver;
+  });
+}
+
 }  // namespace
 
 Status Request::wait() {
@@ -70,26 +91,13 @@ bool Request::cancel() {
 std::vector<Status> Request::wait_all(std::span<Request> requests) {
   // Nonblocking collectives move only while their own request is driven, so drive them all
   // together: one at a time deadlocks when two ranks wait for the same two in opposite order.
-  const bool any_driven = std::any_of(requests.begin(), requests.end(), [](const Request& r) {
-    return r.state_ && r.state_->driver;
-  });
-  if (any_driven) {
+  if (any_driven(requests)) {
     std::vector<const detail::RequestState*> blockers;
     for (;;) {
       blockers.clear();
       bool all_done = true;
       for (auto& request : requests) {
-        if (!request.state_) continue;
-        auto& state = *request.state_;
-        if (state.driver ? driven_done(state) : state.done.load(std::memory_order_acquire)) {
-          continue;
-        }
-        all_done = false;
-        if (state.driver) {
-          state.driver->blockers(blockers);
-        } else {
-          blockers.push_back(&state);
-        }
+        if (request.state_ && !done_or_add_blockers(*request.state_, blockers)) all_done = false;
       }
       if (all_done) break;
       if (!blockers.empty()) detail::Runtime::get().engine().wait_any(blockers);
@@ -123,10 +131,7 @@ std::size_t Request::wait_any(std::span<Request> requests, Status* status) {
   }
   if (pending.empty()) return requests.size();
   std::size_t which = requests.size();
-  const bool any_driven = std::any_of(requests.begin(), requests.end(), [](const Request& r) {
-    return r.state_ && r.state_->driver;
-  });
-  if (!any_driven) {
+  if (!any_driven(requests)) {
     which = index[detail::Runtime::get().engine().wait_any(pending)];
   } else {
     // Advance the schedules, then block on the union of what everything waits for.
@@ -134,14 +139,7 @@ std::size_t Request::wait_any(std::span<Request> requests, Status* status) {
     while (which == requests.size()) {
       blockers.clear();
       for (std::size_t i = 0; i < pending.size() && which == requests.size(); ++i) {
-        auto& state = *requests[index[i]].state_;
-        if (state.driver ? driven_done(state) : state.done.load(std::memory_order_acquire)) {
-          which = index[i];
-        } else if (state.driver) {
-          state.driver->blockers(blockers);
-        } else {
-          blockers.push_back(&state);
-        }
+        if (done_or_add_blockers(*requests[index[i]].state_, blockers)) which = index[i];
       }
       if (which == requests.size() && !blockers.empty()) {
         detail::Runtime::get().engine().wait_any(blockers);

@@ -86,9 +86,7 @@ Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Chann
   if (bootstrap_fd_ < 0) finalize_ok_ = true;  // a singleton has nobody to wait for
   // What came with the welcome (an abort sent right after it): the socket will not report it
   // again, so it is handled now.
-  nlohmann::json message;
-  std::error_code parse_error;
-  while (bootstrap_reader_.next(message, parse_error)) handle_bootstrap_message(message);
+  (void)handle_buffered_bootstrap_messages();
   background_ = std::thread([this] { background_loop(); });
 }
 
@@ -661,31 +659,33 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 }
 
 void Engine::queue_unexpected(Unexpected&& message) {
-  message.arrival = ++arrivals_;
-  unexpected_.push_back(std::move(message));
+  if (message.arrival == 0) message.arrival = ++arrivals_;  // new; a restored one keeps its own
+  // In arrival order, so that a later message of the same sender never overtakes it. Searched
+  // from the back, where a new message goes at once.
+  auto at = unexpected_.end();
+  while (at != unexpected_.begin() && std::prev(at)->arrival > message.arrival) --at;
+  unexpected_.insert(at, std::move(message));
   ++unexpected_generation_;
   notify_waiters();
 }
 
-void Engine::restore_matched(MatchedMessage& matched) {
-  std::lock_guard lock(mu_);
-  if (matched.received) return;
-  matched.received = true;
-  Unexpected& message = matched.message;
-  // A receive posted while the message was taken found nothing: it gets it now.
+void Engine::offer_unexpected(Unexpected&& message) {
+  // Undecided messages never match a receive (see Unexpected::undecided).
   if (!message.undecided) {
     if (auto request = take_posted(message.context, message.source, message.tag)) {
       deliver_unexpected_to(message, request);
       return;
     }
   }
-  // Back to where it arrived: a later message of the same sender must not overtake it.
-  const auto later = std::find_if(unexpected_.begin(), unexpected_.end(), [&](const Unexpected& m) {
-    return m.arrival > message.arrival;
-  });
-  unexpected_.insert(later, std::move(message));
-  ++unexpected_generation_;
-  notify_waiters();
+  queue_unexpected(std::move(message));
+}
+
+void Engine::restore_matched(MatchedMessage& matched) {
+  std::lock_guard lock(mu_);
+  if (matched.received) return;
+  matched.received = true;
+  // A receive posted while the message was taken found nothing: it gets it now.
+  offer_unexpected(std::move(matched.message));
 }
 
 std::shared_ptr<RequestState> Engine::receive_matched(
@@ -878,9 +878,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
   if (bootstrap_fd_ >= 0) {
     if (poll_fds_[next].revents != 0) {
       const auto ec = bootstrap_reader_.feed(bootstrap_fd_);
-      nlohmann::json message;
-      std::error_code parse_error;
-      while (bootstrap_reader_.next(message, parse_error)) handle_bootstrap_message(message);
+      const auto parse_error = handle_buffered_bootstrap_messages();
       if (ec || parse_error) {
         // Without the launcher nobody can tear the job down cleanly: abort now.
         ::close(bootstrap_fd_);
@@ -895,6 +893,13 @@ void Engine::progress(std::chrono::milliseconds max_block) {
     [[maybe_unused]] const auto n = ::read(wake_fd_.get(), &value, sizeof value);
   }
   closed_channels_.clear();  // no channel method is on the stack here
+}
+
+std::error_code Engine::handle_buffered_bootstrap_messages() {
+  nlohmann::json message;
+  std::error_code parse_error;
+  while (bootstrap_reader_.next(message, parse_error)) handle_bootstrap_message(message);
+  return parse_error;
 }
 
 void Engine::handle_bootstrap_message(const nlohmann::json& message) {
@@ -1482,11 +1487,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         e.account_unexpected(*this, message.budget_cost());
         // A receive posted while this payload was being read must get it: it is the earliest
         // matching message, and a later one must not overtake it.
-        if (auto request = e.take_posted(header.context, world_rank_, header.tag)) {
-          e.deliver_unexpected_to(message, request);
-        } else {
-          e.queue_unexpected(std::move(message));
-        }
+        e.offer_unexpected(std::move(message));
       }
       return {};
     }

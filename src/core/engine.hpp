@@ -223,7 +223,7 @@ class Engine {
     std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
     bool undecided = false;    // arrived before its communicator existed here: see above
     policy::Verdict refusal = policy::Verdict::allow;  // why it was refused, when it was
-    std::uint64_t arrival = 0;  // order of arrival among unexpected messages (queue_unexpected)
+    std::uint64_t arrival = 0;  // order of arrival (queue_unexpected); 0 until first queued
 
     /// What this entry holds against its peer's unexpected budget: its payload plus a fixed
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
@@ -321,8 +321,11 @@ class Engine {
   void part_done(const std::shared_ptr<RequestState>& request, std::error_code ec, int peer);
   bool matches(const RequestState& request, std::uint32_t context, int source, int tag) const;
   std::shared_ptr<RequestState> take_posted(std::uint32_t context, int source, int tag);
-  /// Appends an unmatched message (numbered in arrival order) and wakes waiters.
+  /// Queues an unmatched message in arrival order (a new one is numbered, at the end) and
+  /// wakes waiters.
   void queue_unexpected(Unexpected&& message);
+  /// Gives a message to the earliest matching posted receive, or queues it.
+  void offer_unexpected(Unexpected&& message);
   void deliver_unexpected_to(Unexpected& message, const std::shared_ptr<RequestState>& request);
   void start_receive_rendezvous(Peer& peer, std::uint64_t id, std::uint64_t total, int tag,
                                 const std::shared_ptr<RequestState>& request,
@@ -354,6 +357,8 @@ class Engine {
   void abort_job(const std::string& reason);
   void account_unexpected(Peer& peer, std::int64_t delta);
   void handle_bootstrap_message(const nlohmann::json& message);
+  /// Handles every complete message bootstrap_reader_ holds; a malformed one's error.
+  std::error_code handle_buffered_bootstrap_messages();
   // Policy and audit (mu_ held).
   const CommEntry& entry_for(const CommState& comm);  // the rules, compiled if missing
   const CommEntry* find_entry(std::uint32_t context) const noexcept;

@@ -528,7 +528,7 @@ class Launcher::Job {
       watches.push_back({Source::signals, 0});
       // Our reader is behind: leave the ranks' output in their pipes until it catches up (the
       // writer wakes us then), so the ranks wait in their writes instead of our memory growing.
-      const bool hold_output = stdout_->congested() || stderr_->congested();
+      const bool hold_output = output_congested();
       for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
         Rank& rank = *ranks_[r];
         if (rank.process.bootstrap().valid() && rank.listening) {
@@ -565,7 +565,7 @@ class Launcher::Job {
             case Source::out:
             case Source::err:
               // Asked again before each read: the queue may have filled in this round.
-              if (stdout_->congested() || stderr_->congested()) break;
+              if (output_congested()) break;
               read_output(w.rank, w.source == Source::out, false);
               break;
           }
@@ -605,6 +605,9 @@ class Launcher::Job {
       }
     }
   }
+
+  // Our reader is behind on either stream (the writer wakes us once it has caught up).
+  bool output_congested() { return stdout_->congested() || stderr_->congested(); }
 
   // sempirun's own messages, in line with the ranks' stderr.
   void report(const std::string& message) const { stderr_->write("sempirun: " + message + "\n"); }
