@@ -218,38 +218,6 @@ MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
   return r;
 }
 
-void wait_quietly(Request& request) noexcept {
-  try {
-    request.wait();
-  } catch (...) {  // the caller reports the first error; this one only frees buffers safely
-  }
-}
-
-// The send and receive of MPI_Sendrecv(_replace), started together so that pairs of ranks
-// cannot deadlock. Neither request is left pending when the other fails.
-sempi::Status exchange(const sempi::Communicator& c, const void* send, std::size_t send_bytes,
-                       int dest, int sendtag, void* recv, std::size_t recv_bytes, int source,
-                       int recvtag) {
-  sempi::Request r = c.irecv_bytes(recv, recv_bytes, source, recvtag);
-  sempi::Request s;
-  try {
-    s = c.isend_bytes(send, send_bytes, dest, sendtag);
-  } catch (...) {
-    r.cancel();
-    wait_quietly(r);
-    throw;
-  }
-  sempi::Status got;
-  try {
-    got = r.wait();
-  } catch (...) {
-    wait_quietly(s);
-    throw;
-  }
-  s.wait();
-  return got;
-}
-
 namespace {
 // Set while this thread reaps: completing a request may run the program's code (a user
 // reduction querying its datatype), whose MPI calls must not reap again under the same lock.
@@ -403,7 +371,10 @@ int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int 
     const SendBuffer out(sendbuf, sendcount, *type_of(sendtype));
     RecvBuffer in(recvbuf, recvcount, type_of(recvtype));
     receive_into(in, status, [&] {
-      return exchange(c, out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source, recvtag);
+      // Both halves checked first, started together (no deadlock between pairs), and
+      // neither left pending when the other fails.
+      return c.sendrecv_bytes(out.ptr, out.bytes, dest, sendtag, in.ptr, in.capacity, source,
+                              recvtag);
     });
   });
 }
@@ -428,8 +399,8 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     in.allocate(bytes);
     sempi::Status got;
     try {
-      got = exchange(c, out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source,
-                     recvtag);
+      got = c.sendrecv_bytes(out.data.get(), bytes, dest, sendtag, in.data.get(), bytes, source,
+                             recvtag);
     } catch (const sempi::RequestError& e) {  // truncated: the status still describes the message
       type->unpack(in.data.get(), static_cast<std::int64_t>(e.status().bytes), count, at(buf, 0));
       to_mpi_status(e.status(), status);

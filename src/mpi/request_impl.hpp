@@ -51,8 +51,6 @@ sempi_mpi_request* request_of(MPI_Request request, bool allow_null = true);
 /// `errhandler` at the time they are raised.
 MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
                          ErrhandlerSlot errhandler);
-/// Waits for a request whose buffers are about to go away, ignoring its outcome (error paths).
-void wait_quietly(Request& request) noexcept;
 
 /// Completes a blocking receive into `area`: runs `receive` (which returns the sempi::Status),
 /// unpacks what arrived and fills `status`. A truncated message is unpacked as far as it fits
