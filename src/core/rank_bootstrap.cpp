@@ -139,7 +139,7 @@ void protect_from_siblings() {
   }
 }
 
-JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
+JoinedJob join_job(std::chrono::seconds start_timeout) {
   protect_from_siblings();
   JoinedJob joined;
   joined.bootstrap.reset(bootstrap_fd_from_env());
@@ -171,7 +171,11 @@ JoinedJob join_job(std::chrono::steady_clock::time_point deadline) {
   if (!my_host.empty() && !listener.local_path().empty()) {
     enroll["local"] = {{"host", my_host}, {"path", listener.local_path()}};
   }
-  const nlohmann::json welcome = exchange(fd, enroll, deadline, joined.bootstrap_reader);
+  const nlohmann::json welcome =
+      exchange(fd, enroll, std::chrono::steady_clock::now() + start_timeout + launch::kWelcomeGrace,
+               joined.bootstrap_reader);
+  // Every rank has enrolled: the connections get their own time.
+  const auto deadline = std::chrono::steady_clock::now() + start_timeout;
 
   joined.rank = field<int>(welcome, "rank");
   joined.size = field<int>(welcome, "size");

@@ -38,8 +38,10 @@ struct JoinedJob {
 /// True when this process was started by sempirun (a bootstrap channel is inherited).
 bool launched_by_sempirun();
 
-/// Enrolls and wires. Throws sempi::Error with a precise reason on any failure.
-JoinedJob join_job(std::chrono::steady_clock::time_point deadline);
+/// Enrolls and wires. The welcome may take `start_timeout` plus launch::kWelcomeGrace (the
+/// launcher ends a start-up that stalls), the connections `start_timeout` from then on.
+/// Throws sempi::Error with a precise reason on any failure.
+JoinedJob join_job(std::chrono::seconds start_timeout);
 
 /// A job of one rank (no launcher): nothing to enroll with, nothing to wire.
 JoinedJob singleton_job();

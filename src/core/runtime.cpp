@@ -10,6 +10,8 @@
 #include <numeric>
 #include <thread>
 
+#include "common/env_number.hpp"
+#include "launch/bootstrap_protocol.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::detail {
@@ -19,26 +21,7 @@ std::mutex g_mutex;  // serialises install/uninstall
 std::unique_ptr<Runtime> g_runtime;
 std::atomic<Runtime*> g_current{nullptr};  // read on every API call: lock-free
 
-long env_long(const char* name, long fallback, long max = LONG_MAX) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || parsed < 0) {
-    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is not a number");
-  }
-  if (errno == ERANGE || parsed > max) {
-    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is too large (at most " +
-                                        std::to_string(max) + ")");
-  }
-  return parsed;
-}
-
-// Durations are added to steady_clock::now(): a year keeps that far from overflowing (an
-// overflowed deadline lies in the past, and every wait on it fails at once).
-constexpr long kMaxSeconds = 365L * 24 * 3600;
-constexpr long kMaxMicroseconds = kMaxSeconds * 1'000'000;
+constexpr long kMaxMicroseconds = kMaxEnvSeconds * 1'000'000;
 
 // CPUs this process may run on (its affinity mask, e.g. a Slurm allocation), at least 1.
 long usable_cpus() {
@@ -59,10 +42,9 @@ constexpr std::uint32_t kSelfContext = 2;
 Runtime::Runtime()
     // Read now: a bad value is an error of initialization, not an exception out of the
     // destructor that finalizes (which would terminate the program after all its work).
-    : finalize_timeout_(env_long("SEMPI_FINALIZE_TIMEOUT", 300, kMaxSeconds)) {
-  const auto start_timeout = std::chrono::seconds(env_long("SEMPI_START_TIMEOUT", 300, kMaxSeconds));
-  job_ = launched_by_sempirun() ? join_job(std::chrono::steady_clock::now() + start_timeout)
-                                : singleton_job();
+    : finalize_timeout_(env_long("SEMPI_FINALIZE_TIMEOUT", 300, kMaxEnvSeconds)) {
+  const auto start_timeout = launch::start_timeout(std::getenv(launch::kStartTimeoutVariable));
+  job_ = launched_by_sempirun() ? join_job(start_timeout) : singleton_job();
   EngineConfig config;
   config.world_rank = job_.rank;
   config.world_size = job_.size;

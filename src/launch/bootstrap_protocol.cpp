@@ -6,11 +6,16 @@
 
 #include <cerrno>
 
+#include "common/env_number.hpp"
 #include "sempi/error.hpp"
 #include "transport/little_endian.hpp"
 #include "transport/socket.hpp"
 
 namespace sempi::launch {
+
+std::chrono::seconds start_timeout(const char* value) {
+  return std::chrono::seconds(parse_env_long(kStartTimeoutVariable, value, 300, kMaxEnvSeconds));
+}
 
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
                                         std::chrono::steady_clock::time_point deadline) {

@@ -52,6 +52,18 @@ inline constexpr const char* kBootstrapFdVariable = "SEMPI_BOOTSTRAP_FD";
 /// theirs as "local" only when this is set.
 inline constexpr const char* kLocalDirVariable = "SEMPI_LOCAL_DIR";
 
+/// SEMPI_START_TIMEOUT (seconds, default 300): how long sempirun waits, from the first rank's
+/// enrollment, for every rank to enroll (it then ends the job, naming the ranks that did not),
+/// and how long each rank then has to connect to its peers.
+inline constexpr const char* kStartTimeoutVariable = "SEMPI_START_TIMEOUT";
+/// A rank waits this much longer than the start-up timeout for its welcome: the launcher, which
+/// knows which ranks are missing, is the one to end a start-up that stalls.
+inline constexpr std::chrono::seconds kWelcomeGrace{15};
+
+/// The start-up timeout for a setting of SEMPI_START_TIMEOUT (null or empty: the default).
+/// Throws sempi::Error(config) naming the variable for anything but a number of seconds.
+std::chrono::seconds start_timeout(const char* value);
+
 /// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
                                         std::chrono::steady_clock::time_point deadline);

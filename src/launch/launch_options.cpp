@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <string_view>
 
+#include "launch/bootstrap_protocol.hpp"
 #include "pki/pem_files.hpp"
 #include "policy/policy.hpp"
 #include "sempi/error.hpp"
@@ -45,7 +47,8 @@ constexpr const char* kUsage =
     "  1..255   the first failing rank's status (128+N if it was killed by signal N), or the\n"
     "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
     "  2        bad usage, bad policy file, or PROGRAM cannot be executed\n"
-    "  124      --timeout expired\n"
+    "  124      --timeout expired, or a rank did not enroll within SEMPI_START_TIMEOUT\n"
+    "           seconds (default 300) of the first\n"
     "  129/130/143  sempirun was interrupted by SIGHUP/SIGINT/SIGTERM (a signal ignored\n"
     "           when sempirun started, as under nohup, stays ignored, in the ranks too)\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
@@ -204,6 +207,14 @@ policy::PolicyDocument load_policy(const LaunchOptions& options) {
 
 void prepare_audit_dir(const LaunchOptions& options) {
   if (options.audit_dir) pki::make_private_dir(*options.audit_dir);
+}
+
+void resolve_start_timeout(LaunchOptions& options) {
+  const char* value = ::getenv(kStartTimeoutVariable);
+  for (const auto& setting : options.env) {  // a later -x replaces an earlier one
+    if (setting.name == kStartTimeoutVariable && setting.value) value = setting.value->c_str();
+  }
+  options.start_timeout = start_timeout(value);
 }
 
 const char* launch_usage() noexcept { return kUsage; }

@@ -43,6 +43,9 @@ struct LaunchOptions {
   std::optional<std::chrono::seconds> timeout;
   bool tag_output = false;
   std::vector<std::string> program;  ///< program, then its arguments, verbatim
+  /// How long to wait, from the first enrollment, for every rank to enroll: the ranks'
+  /// SEMPI_START_TIMEOUT (set by resolve_start_timeout).
+  std::chrono::seconds start_timeout{300};
 };
 
 enum class LaunchAction { run, help, version };
@@ -61,6 +64,11 @@ policy::PolicyDocument load_policy(const LaunchOptions& options);
 
 /// Creates --audit-dir with mode 0700 if missing (no-op without it). Throws sempi::Error(config).
 void prepare_audit_dir(const LaunchOptions& options);
+
+/// Sets options.start_timeout to the SEMPI_START_TIMEOUT the ranks will see: the last -x for
+/// it, else this process's. Throws sempi::Error(config) for a value that is not a number of
+/// seconds, as the ranks would.
+void resolve_start_timeout(LaunchOptions& options);
 
 /// Usage text for --help.
 const char* launch_usage() noexcept;

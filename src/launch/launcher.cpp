@@ -615,7 +615,7 @@ class Launcher::Job {
   int poll_timeout_ms(TimePoint now) const {
     TimePoint next = now + kMaxPollWait;
     for (const auto& deadline :
-         {job_deadline_, term_at_, kill_at_, drain_deadline_, blame_deadline_}) {
+         {job_deadline_, enroll_deadline_, term_at_, kill_at_, drain_deadline_, blame_deadline_}) {
       if (deadline) next = std::min(next, *deadline);
     }
     if (next <= now) return 0;
@@ -637,6 +637,28 @@ class Launcher::Job {
             "job exceeded --timeout " + std::to_string(options_.timeout->count()) + " s";
         report(what + "; ranks still running: " + still);
         cause(kExitTimeout, what, false);
+      }
+    }
+    // Ranks that enrolled wait for the welcome, which needs every rank: the ones that never
+    // enrolled are the cause, and only the launcher knows which they are.
+    if (enroll_deadline_ && now >= *enroll_deadline_) {
+      enroll_deadline_.reset();
+      std::vector<std::uint32_t> missing;
+      for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+        if (!enrollment_->is_enrolled(r)) missing.push_back(r);
+      }
+      if (!exit_status_ && !missing.empty()) {
+        std::string others;
+        for (std::size_t i = 1; i < missing.size(); ++i) {
+          others += (i == 1 ? " (nor did rank" + std::string(missing.size() > 2 ? "s " : " ")
+                            : std::string(",")) +
+                    std::to_string(missing[i]);
+        }
+        if (!others.empty()) others += ")";
+        fail_rank(missing.front(),
+                  "did not enroll within " + std::to_string(options_.start_timeout.count()) +
+                      " s of the first rank (SEMPI_START_TIMEOUT)" + others,
+                  kExitTimeout);
       }
     }
     // The blamed peers did not exit in time, or every rank has exited and none of them was
@@ -874,6 +896,8 @@ class Launcher::Job {
         return;
       }
       audit_event("rank.enroll", true, {}, {{"rank", r}});
+      // The first rank waits for the others from now on: not forever (see check_deadlines).
+      if (!enroll_deadline_) enroll_deadline_ = Clock::now() + options_.start_timeout;
       audit_event("certificate.issue", true, {},
                   {{"rank", r},
                    {"fingerprint", to_hex(enrollment_->certificate(r)->fingerprint_sha256())}});
@@ -884,6 +908,7 @@ class Launcher::Job {
         }
       }
       if (enrollment_->all_enrolled()) {
+        enroll_deadline_.reset();
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
@@ -1021,6 +1046,7 @@ class Launcher::Job {
   std::uint32_t running_ = 0;
   std::optional<int> exit_status_;
   std::optional<TimePoint> job_deadline_;
+  std::optional<TimePoint> enroll_deadline_;  // armed by the first enrollment, until the last
   std::optional<TimePoint> term_at_;
   std::optional<TimePoint> kill_at_;
   std::optional<TimePoint> drain_deadline_;

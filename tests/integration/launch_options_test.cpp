@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -129,6 +131,38 @@ TEST(LaunchOptions, BadTimeout) {
   expect_refused({"--timeout=", "prog"}, "--timeout must be an integer");
   expect_refused({"--timeout", "999999999999", "prog"}, "--timeout must be between");
   expect_refused({"--timeout"}, "--timeout requires a value");
+}
+
+// The launcher waits for enrollments as long as the ranks will wait: it reads their setting.
+TEST(LaunchOptions, StartTimeoutIsTheRanksSetting) {
+  ::unsetenv("SEMPI_START_TIMEOUT");
+  auto o = run_options({"prog"});
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(300));
+
+  ::setenv("SEMPI_START_TIMEOUT", "40", 1);
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(40));
+  o = run_options({"-x", "SEMPI_START_TIMEOUT=7", "-x", "SEMPI_START_TIMEOUT=9", "prog"});
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(9));  // the last -x, as the ranks see
+  o = run_options({"-x", "SEMPI_START_TIMEOUT", "prog"});  // forwards ours
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(40));
+
+  for (const char* bad : {"abc", "-1", " 5", "5s", "99999999999999999999", "31536001"}) {
+    o = run_options({"-x", std::string("SEMPI_START_TIMEOUT=") + bad, "prog"});
+    try {
+      resolve_start_timeout(o);
+      ADD_FAILURE() << "accepted SEMPI_START_TIMEOUT=" << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_class(), ErrorClass::config);
+      EXPECT_NE(std::string(e.what()).find(std::string("SEMPI_START_TIMEOUT='") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ::unsetenv("SEMPI_START_TIMEOUT");
 }
 
 TEST(LaunchOptions, UnknownFlags) {

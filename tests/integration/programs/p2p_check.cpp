@@ -22,6 +22,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -582,6 +583,13 @@ void victim_scenario(const sempi::Communicator& world, const std::string& how) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // "neverjoin": the odd ranks never start sempi (the job's end ends them), the others wait.
+  if (argc > 1 && std::string_view(argv[1]) == "neverjoin") {
+    const char* rank = std::getenv("SEMPI_RANK");
+    if (rank != nullptr && std::atoi(rank) % 2 == 1) {
+      for (;;) ::pause();
+    }
+  }
   // A configuration error at start-up is reported and ends the rank with status 2.
   std::optional<sempi::Environment> env;
   try {
