@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "mpi/mpi_impl.hpp"
 
@@ -76,7 +78,24 @@ void delete_attributes(MPI_Comm comm) {
     std::lock_guard lock(comm->attributes_mu);
     removed.swap(comm->attributes);
   }
-  for (auto a = removed.rbegin(); a != removed.rend(); ++a) run_delete(comm, *a);
+  // Every callback runs, even after one fails; a failed one's attribute stays cached (as with
+  // MPI_Comm_delete_attr), so a retried MPI_Comm_free calls it again. The first error is reported.
+  std::vector<Attribute> kept;
+  std::exception_ptr first_failure;
+  for (auto a = removed.rbegin(); a != removed.rend(); ++a) {
+    try {
+      run_delete(comm, *a);
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
+      kept.insert(kept.begin(), *a);  // back in the order they were set
+    }
+  }
+  if (!first_failure) return;
+  {
+    std::lock_guard lock(comm->attributes_mu);
+    comm->attributes.insert(comm->attributes.begin(), kept.begin(), kept.end());
+  }
+  std::rethrow_exception(first_failure);
 }
 
 }  // namespace sempi::mpi
@@ -182,16 +201,31 @@ int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* 
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
   return guarded(comm, "MPI_Comm_delete_attr", [&] {
     auto& h = comm_handle(comm);
-    keyval_of(comm_keyval);
-    Attribute removed;
+    // Found by the attribute's own key, not the registry: a freed keyval still deletes what it
+    // cached (MPI 3.1 section 6.7.2).
+    std::optional<Attribute> removed;
     {
       std::lock_guard lock(h.attributes_mu);
       const auto it = find_attribute(h.attributes, comm_keyval);
-      if (it == h.attributes.end()) return;  // nothing cached under the key
-      removed = *it;
-      h.attributes.erase(it);
+      if (it != h.attributes.end()) {
+        removed = *it;
+        h.attributes.erase(it);
+      }
     }
-    run_delete(comm, removed);
+    if (!removed) {
+      keyval_of(comm_keyval);  // an invalid or predefined key is an error
+      return;                  // nothing cached under a valid key
+    }
+    try {
+      run_delete(comm, *removed);
+    } catch (...) {
+      // A failed delete leaves the attribute cached, unless a new value was set meanwhile.
+      std::lock_guard lock(h.attributes_mu);
+      if (find_attribute(h.attributes, comm_keyval) == h.attributes.end()) {
+        h.attributes.push_back(*removed);
+      }
+      throw;
+    }
   });
 }
 

@@ -593,14 +593,15 @@ int MPI_Finalize(void) {
     require_initialized("MPI_Finalize");
     // As if MPI_COMM_SELF were freed first (MPI 3.1 section 8.7): its attributes' delete
     // callbacks run while MPI is still fully usable; then world's. A failing callback is
-    // reported, but the job still finalizes.
+    // reported (the first), but every other callback still runs and the job still finalizes.
     int callback_error = MPI_SUCCESS;
     std::string callback_message;
-    try {
-      delete_attributes(MPI_COMM_SELF);
-      delete_attributes(MPI_COMM_WORLD);
-    } catch (...) {
-      callback_error = current_error_code(&callback_message);
+    for (MPI_Comm predefined : {MPI_COMM_SELF, MPI_COMM_WORLD}) {
+      try {
+        delete_attributes(predefined);
+      } catch (...) {
+        if (callback_error == MPI_SUCCESS) callback_error = current_error_code(&callback_message);
+      }
     }
     drain_buffered_sends();
     settle_detached_at_finalize();
