@@ -21,7 +21,9 @@ std::vector<int> members_of(const Communicator& c) {
 
 int my_world_rank() { return comm_of(MPI_COMM_WORLD).rank(); }
 
+// An empty result is MPI_GROUP_EMPTY itself, as in Open MPI and MPICH: programs compare with it.
 MPI_Group new_group(std::vector<int> world_ranks) {
+  if (world_ranks.empty()) return MPI_GROUP_EMPTY;
   auto* g = new sempi_mpi_group;
   g->world_ranks = std::move(world_ranks);
   return g;
@@ -517,44 +519,100 @@ int MPI_Group_free(MPI_Group* group) {
 
 // --- Cartesian topologies ----------------------------------------------------------------------
 
+namespace {
+
+// The prime factors of n, smallest first.
+std::vector<int> prime_factors(int n) {
+  std::vector<int> factors;
+  for (int p = 2; p <= n / p; ++p) {  // p <= n / p: p * p could overflow
+    while (n % p == 0) {
+      factors.push_back(p);
+      n /= p;
+    }
+  }
+  if (n > 1) factors.push_back(n);
+  return factors;
+}
+
+// All divisors of n, ascending, from its prime factors (at most 1,600 for an int).
+std::vector<int> divisors_of(int n) {
+  std::vector<int> divisors = {1};
+  const auto factors = prime_factors(n);
+  for (std::size_t i = 0; i < factors.size();) {
+    const int p = factors[i];
+    std::size_t k = 0;
+    while (i < factors.size() && factors[i] == p) ++i, ++k;
+    const std::size_t before = divisors.size();
+    long long power = 1;
+    for (std::size_t e = 0; e < k; ++e) {
+      power *= p;
+      for (std::size_t j = 0; j < before; ++j) {
+        divisors.push_back(static_cast<int>(divisors[j] * power));
+      }
+    }
+  }
+  std::sort(divisors.begin(), divisors.end());
+  return divisors;
+}
+
+// Appends n split into `count` factors, none above `cap`, non-increasing and lexicographically
+// smallest (the largest as small as it gets, then the next, ...): the most balanced grid.
+// `divisors` are those of the original number, which n divides. False, `out` as it was, if
+// there is no such split.
+bool append_balanced_factors(int n, int count, int cap, const std::vector<int>& divisors,
+                             std::vector<int>& out) {
+  if (count == 1) {
+    if (n > cap) return false;
+    out.push_back(n);
+    return true;
+  }
+  for (const int d : divisors) {
+    if (d > cap || d > n) break;
+    if (n % d != 0) continue;
+    // The largest factor is at least the count-th root of n.
+    long long power = 1;
+    for (int i = 0; i < count && power < n; ++i) power *= d;
+    if (power < n) continue;
+    out.push_back(d);
+    if (append_balanced_factors(n / d, count - 1, d, divisors, out)) return true;
+    out.pop_back();
+  }
+  return false;
+}
+
+}  // namespace
+
 int MPI_Dims_create(int nnodes, int ndims, int dims[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Dims_create", [&] {
     if (ndims > 0) require_output(dims, "dims");
     if (nnodes < 1) fail(MPI_ERR_ARG, "nnodes must be positive");
     if (ndims < 0) fail(MPI_ERR_DIMS, "negative ndims");
-    int fixed = 1;
+    long long fixed = 1;  // stays <= nnodes: a larger product cannot divide it
     int open = 0;
     for (int i = 0; i < ndims; ++i) {
       if (dims[i] < 0) fail(MPI_ERR_DIMS, "negative dimension " + std::to_string(dims[i]));
       if (dims[i] == 0) {
         ++open;
-      } else {
-        fixed *= dims[i];
+        continue;
+      }
+      fixed *= dims[i];
+      if (fixed > nnodes) {
+        fail(MPI_ERR_DIMS, "the given dimensions multiply to more than " + std::to_string(nnodes));
       }
     }
     if (nnodes % fixed != 0) {
       fail(MPI_ERR_DIMS, "the given dimensions do not divide " + std::to_string(nnodes));
     }
-    int rest = nnodes / fixed;
+    const int rest = static_cast<int>(nnodes / fixed);
     if (open == 0) {
       if (rest != 1) fail(MPI_ERR_DIMS, "the given dimensions do not multiply to nnodes");
       return;
     }
-    // Prime factors, largest first, each onto the currently smallest dimension: as balanced
-    // as a greedy split gets, in non-increasing order.
-    std::vector<int> factors;
-    for (int p = 2; p * p <= rest; ++p) {
-      while (rest % p == 0) {
-        factors.push_back(p);
-        rest /= p;
-      }
-    }
-    if (rest > 1) factors.push_back(rest);
-    std::vector<int> out(static_cast<std::size_t>(open), 1);
-    for (auto f = factors.rbegin(); f != factors.rend(); ++f) {
-      *std::min_element(out.begin(), out.end()) *= *f;
-    }
-    std::sort(out.begin(), out.end(), std::greater<>());
+    // Dimensions beyond the number of prime factors are 1 whatever the split.
+    const int split = std::min(open, std::max(1, static_cast<int>(prime_factors(rest).size())));
+    std::vector<int> out;
+    (void)append_balanced_factors(rest, split, rest, divisors_of(rest), out);  // always a split
+    out.resize(static_cast<std::size_t>(open), 1);
     std::size_t next = 0;
     for (int i = 0; i < ndims; ++i) {
       if (dims[i] == 0) dims[i] = out[next++];
@@ -572,17 +630,16 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
     if (ndims > 0) require_input(periods, "periods");
     require_output(comm_cart, "comm_cart");
     auto topo = std::make_shared<CartTopology>();
-    long long cells = 1;
+    long long cells = 1;  // checked at each step, so the product cannot wrap
     for (int i = 0; i < ndims; ++i) {
       if (dims[i] <= 0) fail(MPI_ERR_DIMS, "dimension " + std::to_string(i) + " is not positive");
       cells *= dims[i];
+      if (cells > h.comm.size()) {
+        fail(MPI_ERR_TOPOLOGY, "the grid has more cells than the communicator's " +
+                                   std::to_string(h.comm.size()) + " ranks");
+      }
       topo->dims.push_back(dims[i]);
       topo->periods.push_back(periods[i] != 0 ? 1 : 0);
-    }
-    if (cells > h.comm.size()) {
-      fail(MPI_ERR_TOPOLOGY, "the grid has " + std::to_string(cells) +
-                                 " cells but the communicator only " +
-                                 std::to_string(h.comm.size()) + " ranks");
     }
     const int rank = h.comm.rank();
     *comm_cart = new_comm_handle(h.comm.split(rank < cells ? 0 : MPI_UNDEFINED, rank),

@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Group_intersection(even_group, odd_group, &same));
   CHECK_MPI(MPI_Group_compare(same, MPI_GROUP_EMPTY, &result));
   CHECK(result == MPI_IDENT);
+  CHECK(same == MPI_GROUP_EMPTY); /* the predefined handle itself, as programs compare it */
   CHECK_MPI(MPI_Group_free(&same));
   CHECK_MPI(MPI_Group_difference(world_group, even_group, &same));
   CHECK_MPI(MPI_Group_compare(same, odd_group, &result));
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Group_free(&same));
   CHECK_MPI(MPI_Group_difference(even_group, evens_then_odds, &same));
   CHECK_MPI(MPI_Group_size(same, &gsize));
-  CHECK(gsize == 0);
+  CHECK(gsize == 0 && same == MPI_GROUP_EMPTY);
   CHECK_MPI(MPI_Group_free(&same));
   CHECK_MPI(MPI_Group_free(&evens_then_odds));
   /* range_excl: the odd ranks are world without {0, 2, ...}; a range may end past the group. */
