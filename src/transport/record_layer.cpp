@@ -16,6 +16,7 @@ constexpr std::uint8_t kCloseNotify = 0;
 constexpr std::uint8_t kUnexpectedMessage = 10;
 constexpr std::uint8_t kBadRecordMac = 20;
 constexpr std::uint8_t kRecordOverflow = 22;
+constexpr std::uint8_t kIllegalParameter = 47;
 constexpr std::uint8_t kDecodeError = 50;
 constexpr std::uint8_t kWarning = 1;
 constexpr std::uint8_t kFatal = 2;
@@ -247,6 +248,12 @@ long RecordLayer::deliver(ContentType type, std::uint8_t* dst, std::size_t in_ds
                                " bytes");
   }
   for (std::size_t i = 0; i < length; ++i) content[i] = inner_byte(dst, in_dst, i);
+  // Empty alert or handshake content is an unexpected message (RFC 8446, 5.4).
+  if ((type == ContentType::alert || type == ContentType::handshake) && length == 0) {
+    return fail_with_alert(kUnexpectedMessage, errc::tls_io_error,
+                           "empty TLS " + std::string(type == ContentType::alert ? "alert" : "handshake") +
+                               " record");
+  }
   if (type == ContentType::alert) {
     if (length != 2) {
       return fail_with_alert(kDecodeError, errc::tls_io_error, "malformed TLS alert");
@@ -264,16 +271,20 @@ long RecordLayer::deliver(ContentType type, std::uint8_t* dst, std::size_t in_ds
 }
 
 bool RecordLayer::handle_handshake(std::span<const std::uint8_t> message) {
-  if (message.size() >= 1 && message[0] != kKeyUpdate) {
+  if (message[0] != kKeyUpdate) {
     fail_with_alert(kUnexpectedMessage, errc::tls_io_error,
                     "unexpected post-handshake message of type " + std::to_string(message[0]));
     return false;
   }
   // Exactly one KeyUpdate per record: the key changes at the record boundary (RFC 8446, 5.1),
   // so nothing may follow it under the old key.
-  if (message.size() != 5 || message[1] != 0 || message[2] != 0 || message[3] != 1 ||
-      (message[4] != kUpdateNotRequested && message[4] != kUpdateRequested)) {
+  if (message.size() != 5 || message[1] != 0 || message[2] != 0 || message[3] != 1) {
     fail_with_alert(kDecodeError, errc::tls_io_error, "malformed KeyUpdate record");
+    return false;
+  }
+  if (message[4] != kUpdateNotRequested && message[4] != kUpdateRequested) {  // RFC 8446, 4.6.3
+    fail_with_alert(kIllegalParameter, errc::tls_io_error,
+                    "KeyUpdate with request_update " + std::to_string(message[4]));
     return false;
   }
   std::string error;

@@ -284,6 +284,43 @@ struct LocalRecords {
   }
 };
 
+// The alert the reader sent back: the description byte of the next record it wrote, opened
+// with its keys (-1 if there is none or it is not an alert).
+int alert_sent_back(LocalRecords& records) {
+  std::vector<std::uint8_t> wire(transport::kRecordOverhead + 64);
+  const ssize_t n = ::recv(records.fds[1], wire.data(), wire.size(), 0);
+  if (n < static_cast<ssize_t>(transport::kRecordHeaderSize)) return -1;
+  const auto opener = test_keys(2, RecordProtection::Direction::open);
+  const std::span body(wire.data() + transport::kRecordHeaderSize,
+                       static_cast<std::size_t>(n) - transport::kRecordHeaderSize);
+  if (body.size() != 3 + transport::kAeadTagSize) return -1;  // level, description, type
+  std::vector<std::uint8_t> plain(3);
+  if (!opener->open(wire.data(), body, plain, nullptr) || plain[2] != 21) return -1;
+  return plain[1];
+}
+
+TEST(RecordLayerAlone, MalformedControlRecordsGetTheAlertsTheRfcNames) {
+  struct Case {
+    ContentType type;
+    std::vector<std::uint8_t> content;
+    int alert;
+  };
+  const Case cases[] = {
+      {ContentType::alert, {}, 10},                        // empty alert: unexpected_message
+      {ContentType::handshake, {}, 10},                    // empty handshake: unexpected_message
+      {ContentType::handshake, {24, 0, 0, 1, 2}, 47},      // request_update 2: illegal_parameter
+      {ContentType::handshake, {24, 0, 0, 2, 0, 0}, 50},   // wrong length: decode_error
+      {ContentType::alert, {2, 10, 0}, 50},                // three-byte alert: decode_error
+  };
+  for (const auto& c : cases) {
+    LocalRecords records;
+    records.send(c.type, c.content);
+    std::uint8_t byte = 0;
+    EXPECT_EQ(records.reader->read(&byte, 1), -1);
+    EXPECT_EQ(alert_sent_back(records), c.alert) << records.reader->detail();
+  }
+}
+
 TEST(RecordLayerAlone, PaddedRecordsAreReadIntact) {
   LocalRecords records;
   records.send(ContentType::application_data, {1, 2, 3}, 1000);
