@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "audit/seal.hpp"
 #include "common/hex.hpp"
@@ -43,13 +46,27 @@ std::optional<int> rank_of_file_name(const std::string& name) {
   return rank;
 }
 
+// The value as a T; nullopt if it is missing or of another type. An integer must be a JSON
+// integer within T's range: nlohmann's get<T>() would cast a float (1e300: undefined
+// behaviour), wrap a large one and read true as 1.
 template <class T>
 std::optional<T> get(const nlohmann::json* j) {
   if (j == nullptr) return std::nullopt;
-  try {
-    return j->get<T>();
-  } catch (const nlohmann::json::exception&) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (j->is_number_unsigned()) {
+      const auto value = j->get<std::uint64_t>();
+      if (std::in_range<T>(value)) return static_cast<T>(value);
+    } else if (j->is_number_integer()) {
+      const auto value = j->get<std::int64_t>();
+      if (std::in_range<T>(value)) return static_cast<T>(value);
+    }
     return std::nullopt;
+  } else {
+    try {
+      return j->get<T>();
+    } catch (const nlohmann::json::exception&) {
+      return std::nullopt;
+    }
   }
 }
 
@@ -111,41 +128,93 @@ struct ChainCheck {
   std::int64_t max_seq = -1;                 // the highest sequence number of a readable record
   std::size_t records = 0;                   // also the last record's line
   bool last_cut_off = false;  // the last line is an unfinished record (reported as truncated)
+  std::size_t unlisted = 0;   // problems past kMaxFindingsPerFile, counted in an "omitted" finding
 };
 
-// Walks one file's chain and reports each broken place once, in line order. One pass over the
-// file; what is kept per record is its sequence number and three flags.
+// Walks one file's chain and reports each broken place once, in line order: the first
+// kMaxFindingsPerFile of them, then how many more there are. One pass over the file; what is
+// kept per record is its sequence number, only if it has one: a hostile file of empty or
+// broken lines costs no memory per line.
 ChainCheck check_chain(const LogFile& file, const std::string& job, std::optional<int> rank,
                        std::vector<Finding>& out) {
   ChainCheck result;
   const std::size_t first_finding = out.size();
-  auto add = [&](std::size_t line, const char* kind, std::string message) {
+  // The finding's index in `out`; nullopt past the limit, where it is only counted.
+  auto add = [&](std::size_t line, const char* kind,
+                 std::string message) -> std::optional<std::size_t> {
+    if (out.size() - first_finding >= kMaxFindingsPerFile) {
+      ++result.unlisted;
+      return std::nullopt;
+    }
     out.push_back({file.name, line, kind, std::move(message)});
+    return out.size() - 1;
   };
-  struct Link {  // record i is line i + 1
+  struct Link {
     std::int64_t seq = -1;
-    bool parsed = false;
-    bool link_ok = true;  // its prev matches the hash of the record before (zeros for the first)
-    bool seq_ok = true;
+    bool parsed = false;   // a JSON object with a valid event.sequence
+    bool link_ok = true;   // its prev matches the hash of the record before (zeros for the first)
+    bool seq_ok = true;    // its sequence number is the one expected there
   };
-  std::vector<Link> links;
-  std::vector<std::int64_t> seqs;  // of the readable records (sorted and made distinct below)
+  // A record whose sequence number is not the one expected: whether the numbers it skips were
+  // deleted or come later is known once the whole file is read.
+  struct Misplaced {
+    std::size_t finding = 0;  // its index in `out`
+    std::int64_t seq = 0;
+    std::int64_t expected = 0;
+  };
+  std::vector<Misplaced> misplaced;  // of listed findings only
+  std::vector<std::int64_t> seqs;    // of the readable records (sorted and made distinct below)
+  const auto after = [](std::int64_t seq) {  // seq + 1, where a forged seq may be the largest
+    return seq < std::numeric_limits<std::int64_t>::max() ? seq + 1 : seq;
+  };
+
+  // A changed record breaks the link to its successor; a changed "prev" breaks its own link
+  // too. Two broken links in a row: the record between them was edited; one alone: the record
+  // before it was edited. Sequence problems are reported apart. Checked for the record at
+  // `line` once the record after it (`next`, null at the end of the file) is read.
+  const auto check_link = [&](std::size_t line, const Link& link, const Link* previous,
+                              Link* next) {
+    if (link.link_ok || !link.seq_ok || !link.parsed) return;
+    if (previous != nullptr && (!previous->parsed || !previous->seq_ok)) return;  // explained
+    if (next != nullptr && !next->link_ok && next->seq_ok) {
+      add(line, "edited", "record seq " + std::to_string(link.seq) +
+                              " was modified (its chain links do not match)");
+      next->link_ok = true;  // explained
+    } else if (previous != nullptr) {
+      add(line - 1, "edited",
+          "record seq " + std::to_string(previous->seq) +
+              " was modified (its hash does not match the next record's prev)");
+    } else {
+      add(1, "edited", "the first record's prev is not zero (modified)");
+    }
+  };
+
+  // result.records counts the records read so far.
+  Link before;   // the record before `pending` (if result.records > 1)
+  Link pending;  // the record read last (if result.records > 0), its link not checked yet
+  std::int64_t expected = 0;          // the sequence number the next record should have
   std::string prev_hash = kZeroHash;  // of the record before the one read
   for_each_record(file, [&](const Record& r) {
-    Link link{r.seq(), r.parsed() && r.seq() >= 0};
+    const std::int64_t seq = r.seq();
+    Link link{seq, r.parsed() && seq >= 0, false, false};
+    if (link.parsed) {
+      link.link_ok = str_field(r, "prev") == prev_hash;
+      link.seq_ok = seq == expected;
+      seqs.push_back(seq);
+    }
+    const std::int64_t expected_here = expected;
+    expected = link.parsed && !link.seq_ok ? std::max(expected, after(seq)) : after(expected);
+    if (result.records > 0) {
+      check_link(result.records, pending, result.records > 1 ? &before : nullptr, &link);
+    }
+
     if (!r.parsed()) {
       add(r.line, r.cut_off ? "truncated" : "corrupt",
           r.cut_off ? "the last record is cut off (no newline, not valid JSON)"
                     : "not a JSON record");
-      link.seq_ok = false;
-      link.link_ok = false;
     } else if (!link.parsed) {
       add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
-      link.seq_ok = false;
-      link.link_ok = false;
     } else {
-      seqs.push_back(link.seq);
-      link.link_ok = str_field(r, "prev") == prev_hash;
       if (str_field(r, "job") != job && !job.empty()) {
         add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
       }
@@ -155,18 +224,27 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
       if (!rank && str_field(r, "source") != "launcher") {
         add(r.line, "foreign", "record does not come from the launcher");
       }
+      if (!link.seq_ok) {
+        if (const auto finding = add(r.line, "reordered", {})) {
+          misplaced.push_back({*finding, seq, expected_here});
+        }
+      }
     }
     result.hash_before_last.swap(prev_hash);
     prev_hash = hash_hex(r.text);
     result.last_cut_off = !r.parsed() && r.cut_off;
-    links.push_back(link);
+    result.records = r.line;
+    before = pending;
+    pending = link;
     return true;
   });
-  result.records = links.size();
-  if (!links.empty()) result.last = {links.back().parsed ? links.back().seq : -1, prev_hash};
+  if (result.records > 0) {
+    check_link(result.records, pending, result.records > 1 ? &before : nullptr, nullptr);
+    result.last = {pending.parsed ? pending.seq : -1, prev_hash};
+  }
 
-  // Sequence numbers, now that all are known: a gap is a deletion if the numbers it skips are
-  // nowhere in the file, a reordering if they come later.
+  // The misplaced records, now that all sequence numbers are known: a gap is a deletion if
+  // the numbers it skips are nowhere in the file, a reordering if they come later.
   // Sorted and made distinct in place; the numbers that occurred more than once (only in a
   // tampered log) are kept apart, sorted too.
   std::sort(seqs.begin(), seqs.end());
@@ -184,61 +262,34 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
                    std::lower_bound(seqs.begin(), seqs.end(), from);
     return n == to - from;
   };
-  const auto after = [](std::int64_t seq) {  // seq + 1, where a forged seq may be the largest
-    return seq < std::numeric_limits<std::int64_t>::max() ? seq + 1 : seq;
-  };
-  std::int64_t expected = 0;
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    Link& link = links[i];
-    const std::size_t line = i + 1;
-    const std::int64_t seq = link.seq;
-    if (!link.parsed || seq == expected) {
-      expected = after(expected);
-      continue;
-    }
-    link.seq_ok = false;
-    if (seq > expected) {
-      if (all_present(expected, seq)) {
-        add(line, "reordered",
-            "record seq " + std::to_string(seq) + " where seq " + std::to_string(expected) +
-                " belongs (records were reordered)");
-      } else {
-        add(line, "deleted",
-            seq == expected + 1
-                ? "record seq " + std::to_string(expected) + " is missing (deleted)"
-                : "records seq " + std::to_string(expected) + ".." + std::to_string(seq - 1) +
-                      " are missing (deleted)");
-      }
+  for (const Misplaced& m : misplaced) {
+    Finding& finding = out[m.finding];
+    if (m.seq > m.expected && !all_present(m.expected, m.seq)) {
+      finding.kind = "deleted";
+      finding.message =
+          m.seq == m.expected + 1
+              ? "record seq " + std::to_string(m.expected) + " is missing (deleted)"
+              : "records seq " + std::to_string(m.expected) + ".." + std::to_string(m.seq - 1) +
+                    " are missing (deleted)";
+    } else if (m.seq > m.expected) {
+      finding.message = "record seq " + std::to_string(m.seq) + " where seq " +
+                        std::to_string(m.expected) + " belongs (records were reordered)";
     } else {
-      add(line, "reordered",
-          "record seq " + std::to_string(seq) + " after seq " + std::to_string(expected - 1) +
-              (std::binary_search(duplicated.begin(), duplicated.end(), seq)
-                   ? " (a duplicated record)"
-                   : " (records were reordered)"));
-    }
-    expected = std::max(expected, after(seq));
-  }
-
-  // A changed record breaks the link to its successor; a changed "prev" breaks its own link
-  // too. Two broken links in a row: the record between them was edited; one alone: the record
-  // before it was edited. Sequence problems are already reported.
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    if (links[i].link_ok || !links[i].seq_ok || !links[i].parsed) continue;
-    if (i > 0 && (!links[i - 1].parsed || !links[i - 1].seq_ok)) continue;  // already explained
-    if (i + 1 < links.size() && !links[i + 1].link_ok && links[i + 1].seq_ok) {
-      add(i + 1, "edited", "record seq " + std::to_string(links[i].seq) +
-                               " was modified (its chain links do not match)");
-      links[i + 1].link_ok = true;  // explained
-    } else if (i > 0) {
-      add(i, "edited",
-          "record seq " + std::to_string(links[i - 1].seq) +
-              " was modified (its hash does not match the next record's prev)");
-    } else {
-      add(1, "edited", "the first record's prev is not zero (modified)");
+      finding.message =
+          "record seq " + std::to_string(m.seq) + " after seq " + std::to_string(m.expected - 1) +
+          (std::binary_search(duplicated.begin(), duplicated.end(), m.seq)
+               ? " (a duplicated record)"
+               : " (records were reordered)");
     }
   }
   std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first_finding), out.end(),
                    [](const Finding& a, const Finding& b) { return a.line < b.line; });
+  if (result.unlisted > 0) {
+    out.push_back({file.name, 0, "omitted",
+                   std::to_string(result.unlisted) + " more problems in " + file.name +
+                       " not listed (only the first " + std::to_string(kMaxFindingsPerFile) +
+                       " are)"});
+  }
   return result;
 }
 
@@ -263,7 +314,7 @@ void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq
 
 }  // namespace
 
-void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit,
+void for_each_record(const LogFile& file, const std::function<bool(Record&)>& visit,
                      std::size_t max_line_bytes) {
   if (!file.exists) return;
   std::ifstream in(file.path, std::ios::binary);
@@ -271,7 +322,7 @@ void for_each_record(const LogFile& file, const std::function<bool(const Record&
   std::vector<char> chunk(64 * 1024);
   std::size_t pos = 0;
   std::size_t end = 0;
-  Record r;  // reused: its buffers keep their capacity from line to line
+  Record r;  // reused: its buffers keep their capacity from line to line (or the visitor's)
   std::size_t line = 0;
   for (;;) {
     r.text.clear();
@@ -303,12 +354,15 @@ void for_each_record(const LogFile& file, const std::function<bool(const Record&
     if (!any) return;
     r.line = ++line;
     r.cut_off = !newline;  // the file ends inside this line
-    r.json = oversized || !nesting_within(r.text, kMaxRecordDepth)
-                 ? nlohmann::json()
-                 : nlohmann::json::parse(r.text, nullptr, false);
-    if (!r.json.is_object()) r.json = nlohmann::json();
+    r.json = oversized ? nlohmann::json() : parse_record(r.text);
     if (!visit(r)) return;
   }
+}
+
+nlohmann::json parse_record(std::string_view line) {
+  if (!nesting_within(line, kMaxRecordDepth)) return {};
+  auto json = nlohmann::json::parse(line, nullptr, false);
+  return json.is_object() ? json : nlohmann::json();
 }
 
 std::optional<std::string> last_complete_line(const fs::path& file, std::size_t max_line_bytes) {
@@ -344,7 +398,9 @@ std::optional<std::string> last_complete_line(const fs::path& file, std::size_t 
 
 std::int64_t Record::seq() const {
   const nlohmann::json* e = member(json, "event");
-  return e == nullptr ? -1 : get<std::int64_t>(member(*e, "sequence")).value_or(-1);
+  const auto sequence = e == nullptr ? std::nullopt : get<std::int64_t>(member(*e, "sequence"));
+  // Never negative: the readers compute with it (seq() - 1).
+  return sequence && *sequence >= 0 ? *sequence : -1;
 }
 
 std::string Record::action() const {
@@ -393,41 +449,47 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   const LogFile& launcher = dir.launcher;
   if (!launcher.exists) {
     out.push_back({kLauncherFile, 0, "missing", "the launcher log is missing: nothing to verify"});
+    result.problems = out.size();
     return result;
   }
   ++result.files;
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
-  // From the launcher log: its first record (job.start) and its last (the seal).
-  std::optional<Record> first;
-  std::optional<Record> last;
-  for_each_record(launcher, [&](const Record& r) {
-    if (!first) first = r;
-    last = r;
-    return true;
-  });
+  // From the launcher log: the job and key its first record (job.start) names, and its last
+  // record (the seal), taken from the reader as it goes, not copied: a record may be 8 MiB.
   std::string job;
   std::string key;
-  if (first && first->parsed()) {
-    const Record& header = *first;
-    job = str_field(header, "job");
-    if (const auto* k = header.sempi("audit_key")) {
-      key = get<std::string>(member(*k, "public_key")).value_or("");
+  Record last;  // line 0: none
+  for_each_record(launcher, [&](Record& r) {
+    if (r.line == 1 && r.parsed()) {
+      job = str_field(r, "job");
+      if (const auto* k = r.sempi("audit_key")) {
+        key = get<std::string>(member(*k, "public_key")).value_or("");
+      }
+      if (r.action() != "job.start" || key.empty()) {
+        out.push_back({kLauncherFile, 1, "edited",
+                       "the first record is not a job.start with the audit key"});
+      }
     }
-    if (header.action() != "job.start" || key.empty()) {
-      out.push_back({kLauncherFile, 1, "edited", "the first record is not a job.start with the audit key"});
-    }
-  }
+    std::swap(last, r);  // the reader refills r: last's old buffers serve the next line
+    return true;
+  });
   if (public_key && !key.empty() && *public_key != key) {
     out.push_back({kLauncherFile, 1, "bad_seal",
                    "the audit key in the log is not the expected public key (log rewritten?)"});
   }
+  // Problems that "omitted" findings stand for, beyond the finding itself.
+  std::size_t unlisted = 0;
+  const auto count_unlisted = [&unlisted](const ChainCheck& chain) {
+    if (chain.unlisted > 0) unlisted += chain.unlisted - 1;
+  };
   const ChainCheck launcher_chain = check_chain(launcher, job, std::nullopt, out);
   result.records += launcher_chain.records;
+  count_unlisted(launcher_chain);
 
   // The seal: the launcher log's last record.
-  const Record* seal_record = last && last->action() == "audit.seal" ? &*last : nullptr;
+  const Record* seal_record = last.line > 0 && last.action() == "audit.seal" ? &last : nullptr;
   std::map<int, std::tuple<std::int64_t, std::string, std::string>> heads;  // seq, hash, source
   if (seal_record == nullptr) {
     out.push_back({kLauncherFile, 0, "unsealed",
@@ -448,8 +510,9 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       // directory signs whatever they like, so no field is taken on trust.
       // The seal names the launcher head just before itself.
       const nlohmann::json* l = member(*seal, "launcher");
-      if (l == nullptr ||
-          get<std::int64_t>(member(*l, "seq")).value_or(-2) != seal_record->seq() - 1 ||
+      const auto sealed_seq = l == nullptr ? std::nullopt : get<std::int64_t>(member(*l, "seq"));
+      const std::int64_t seal_seq = seal_record->seq();  // -1 if it has none
+      if (l == nullptr || !sealed_seq || seal_seq < 0 || *sealed_seq != seal_seq - 1 ||
           get<std::string>(member(*l, "hash")).value_or("") != launcher_chain.hash_before_last) {
         out.push_back({kLauncherFile, 0, "edited",
                        "the launcher log before the seal does not match the sealed head"});
@@ -484,7 +547,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       if (result.sealed && (head == heads.end() || std::get<2>(head->second) != "none")) {
         out.push_back({file.name, 0, "missing", "the log of rank " + std::to_string(r) +
                                                     " is missing (deleted)"});
-      } else if (!result.sealed && head == heads.end() && first) {
+      } else if (!result.sealed && head == heads.end() && launcher_chain.records > 0) {
         out.push_back({file.name, 0, "missing",
                        "the log of rank " + std::to_string(r) + " is missing"});
       }
@@ -493,6 +556,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     ++result.files;
     const ChainCheck chain = check_chain(file, job, r, out);
     result.records += chain.records;
+    count_unlisted(chain);
     if (!result.sealed) continue;
     if (head == heads.end() || std::get<2>(head->second) == "none") {
       out.push_back({file.name, 0, "foreign", "the seal does not cover this file"});
@@ -522,6 +586,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
         "changed piecemeal, but not that the whole directory was not rewritten with a fresh "
         "key; pass --public-key (sempirun --audit-key-out records it) to rule that out");
   }
+  result.problems = out.size() + unlisted;
   return result;
 }
 
@@ -543,14 +608,14 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
     for_each_record(file, [&](const Record& r) {
       if (!r.parsed()) return true;
       const std::string action = r.action();
-      const int rank = static_cast<int>(int_field(r, "rank"));
+      const int rank = get<int>(r.sempi("rank")).value_or(-1);
       if (action == "message.send" || action == "message.receive") {
         const bool send = action == "message.send";
-        const int peer = static_cast<int>(int_field(r, "peer"));
+        const int peer = get<int>(r.sempi("peer")).value_or(-1);
         const auto key = send ? std::make_tuple(rank, peer, str_field(r, "comm"))
                               : std::make_tuple(peer, rank, str_field(r, "comm"));
         auto& cell = matrix[key];
-        const auto bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, int_field(r, "bytes", 0)));
+        const auto bytes = get<std::uint64_t>(r.sempi("bytes")).value_or(0);
         if (send) {
           ++cell.messages;
           cell.bytes += bytes;
@@ -615,19 +680,23 @@ std::string report_text(const nlohmann::ordered_json& report) {
   if (report.contains("policy")) s << "policy: " << printable(report["policy"].get<std::string>()) << "\n";
   s << "\ntraffic (from message.send / message.receive records):\n";
   if (report["traffic"].empty()) s << "  (no message records: message audit off?)\n";
-  char line[256];
+  // Columns by the stream, not into a fixed buffer: an escaped communicator name can be four
+  // times as long as the name, and a row cut short would lose its newline.
+  const auto row = [&s](const auto& from, const auto& to, const std::string& comm,
+                        const auto& messages, const auto& bytes, const auto& received,
+                        const auto& received_bytes) {
+    s << "  " << std::right << std::setw(6) << from << ' ' << std::setw(6) << to << "  "
+      << std::left << std::setw(20) << comm << std::right << ' ' << std::setw(10) << messages
+      << ' ' << std::setw(14) << bytes << ' ' << std::setw(10) << received << ' '
+      << std::setw(14) << received_bytes << '\n';
+  };
   if (!report["traffic"].empty()) {
-    std::snprintf(line, sizeof line, "  %6s %6s  %-20s %10s %14s %10s %14s\n", "from", "to",
-                  "communicator", "messages", "bytes", "received", "recv bytes");
-    s << line;
+    row("from", "to", "communicator", "messages", "bytes", "received", "recv bytes");
   }
   for (const auto& t : report["traffic"]) {
-    std::snprintf(line, sizeof line, "  %6d %6d  %-20s %10llu %14llu %10llu %14llu\n",
-                  t["from"].get<int>(), t["to"].get<int>(), printable(t["comm"].get<std::string>()).c_str(),
-                  t["messages"].get<unsigned long long>(), t["bytes"].get<unsigned long long>(),
-                  t["received"].get<unsigned long long>(),
-                  t["received_bytes"].get<unsigned long long>());
-    s << line;
+    row(t["from"].get<int>(), t["to"].get<int>(), printable(t["comm"].get<std::string>()),
+        t["messages"].get<std::uint64_t>(), t["bytes"].get<std::uint64_t>(),
+        t["received"].get<std::uint64_t>(), t["received_bytes"].get<std::uint64_t>());
   }
   s << "\ndenials and failures:\n";
   if (report["denials_and_failures"].empty()) s << "  (none)\n";
@@ -675,9 +744,9 @@ ReconcileResult reconcile(const AuditDir& dir) {
                         r.sempi("dry_run") == nullptr;
       if (!send && !recv && !deny) return true;
       result.message_records = true;
-      const int peer = static_cast<int>(int_field(r, "peer"));
+      const int peer = get<int>(r.sempi("peer")).value_or(-1);
       const std::int64_t id = int_field(r, "msg");
-      Msg m{file.name, r.line, str_field(r, "comm"), static_cast<int>(int_field(r, "tag")),
+      Msg m{file.name, r.line, str_field(r, "comm"), get<int>(r.sempi("tag")).value_or(-1),
             int_field(r, "bytes"), str_field(r, "op")};
       if (send) sends[{rank, peer, id}] = std::move(m);
       if (recv) receives[{peer, rank, id}] = std::move(m);

@@ -6,9 +6,10 @@
 // a malformed one is a finding, never a crash.
 //
 // Files are read as streams, a record at a time: a job's logs can be far larger than memory
-// (a rank auditing every message writes ~100 MB/s while it exchanges small messages). What is
-// kept per record is a few bytes for the chain check, and for reconcile a small entry per
-// message.
+// (a rank auditing every message writes ~100 MB/s while it exchanges small messages). What
+// verify keeps is the sequence number of each record that has one (8 bytes, for a record of at
+// least 25), at most kMaxFindingsPerFile findings a file, and two records at a time (what one
+// costs is bounded: see for_each_record); reconcile keeps a small entry per message.
 
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +32,7 @@ struct Record {
   nlohmann::json json;   // discarded if the line is not a JSON object
   bool cut_off = false;  // the file's last line, with no newline after it
   [[nodiscard]] bool parsed() const { return json.is_object(); }
-  /// event.sequence, or -1.
+  /// event.sequence, or -1 unless it is a JSON integer from 0 to INT64_MAX.
   [[nodiscard]] std::int64_t seq() const;
   [[nodiscard]] std::string action() const;
   [[nodiscard]] const nlohmann::json* sempi(const char* key) const;
@@ -49,13 +51,19 @@ inline constexpr std::size_t kMaxRecordBytes = 8u << 20;
 inline constexpr std::size_t kMaxRecordDepth = 16;
 
 /// Reads the file's records in order, one at a time, and passes each to `visit`, which returns
-/// false to stop early. Nothing is read if the file does not exist. A line longer than
-/// max_line_bytes is passed as its first max_line_bytes, unparsed (a corrupt record), and so is
-/// one nested deeper than kMaxRecordDepth. So hostile input costs the reader at most about 20
-/// times max_line_bytes (a parsed array of small numbers; 160 MB at the default), whatever the
-/// file holds. Throws sempi::Error(io) if the file cannot be read.
-void for_each_record(const LogFile& file, const std::function<bool(const Record&)>& visit,
+/// false to stop early. The record is the reader's own buffer, refilled for the next line: a
+/// visitor may move or swap its contents away (to keep the last record without copying it).
+/// Nothing is read if the file does not exist. A line longer than max_line_bytes is passed as
+/// its first max_line_bytes, unparsed (a corrupt record), and so is one nested deeper than
+/// kMaxRecordDepth. So hostile input costs the reader at most about 20 times max_line_bytes (a
+/// parsed array of small numbers; 160 MB at the default), whatever the file holds. Throws
+/// sempi::Error(io) if the file cannot be read.
+void for_each_record(const LogFile& file, const std::function<bool(Record&)>& visit,
                      std::size_t max_line_bytes = kMaxRecordBytes);
+
+/// A line parsed as a record: null unless it is a JSON object nested at most kMaxRecordDepth
+/// deep (checked before parsing, so a hostile line costs no more than a few times its size).
+nlohmann::json parse_record(std::string_view line);
 
 /// The file's last complete line (the text before its last newline, after the newline before
 /// that), read from the end: the head of a log whose writer died. "" if the file holds no
@@ -73,8 +81,14 @@ struct AuditDir {
 /// Reads every log file of the directory. Throws sempi::Error(config) if it is not a directory.
 AuditDir load_audit_dir(const std::filesystem::path& dir);
 
+/// The most findings listed for one file's chain: a hostile file can break every one of its
+/// lines, and a finding costs far more memory than an empty line. Past it, the findings are
+/// counted, and one "omitted" finding says how many were not listed.
+inline constexpr std::size_t kMaxFindingsPerFile = 100;
+
 /// One broken place. kind: edited, deleted, reordered, truncated, corrupt, missing, appended,
-/// bad_seal, unsealed, foreign (a record of another job or rank).
+/// bad_seal, unsealed, foreign (a record of another job or rank), omitted (the problems of a
+/// file past kMaxFindingsPerFile, counted, not listed).
 struct Finding {
   std::string file;
   std::size_t line = 0;  // 0: the file as a whole
@@ -89,6 +103,8 @@ struct VerifyResult {
   bool sealed = false;
   std::size_t files = 0;
   std::size_t records = 0;
+  /// Every problem found, listed or not: an "omitted" finding stands for those it counts.
+  std::size_t problems = 0;
   [[nodiscard]] bool ok() const { return findings.empty(); }
 };
 

@@ -129,6 +129,40 @@ expect 1 "missing" "audit verify of an empty directory" -- "$SEMPI" audit verify
 expect 2 "" "audit without subcommand" -- "$SEMPI" audit
 expect 0 "verify" "audit --help" -- "$SEMPI" audit --help
 
+# A log of nothing but broken lines: the first 100 are listed, the rest counted, and the total
+# is still a failure.
+mkdir "$WORK/broken"
+head -c 1000 /dev/zero | tr '\0' '\n' > "$WORK/broken/launcher.jsonl"
+expect 1 "^launcher.jsonl:0: omitted: 900 more problems in launcher.jsonl" \
+  "audit verify lists the first 100 problems of a file" -- "$SEMPI" audit verify "$WORK/broken"
+if [[ $(grep -c ': corrupt: ' "$WORK/out") -ne 100 ]]; then
+  fail "audit verify listed $(grep -c ': corrupt: ' "$WORK/out") corrupt lines, not 100"
+fi
+if ! grep -q "^FAILED: 1001 problems in 1 files" "$WORK/out"; then
+  fail "audit verify does not count the problems it did not list: $(tail -n 2 "$WORK/out")"
+fi
+
+# A communicator name with a C1 control (U+009B, CSI) and DEL: JSON output \u-escapes them,
+# text output \x-escapes them; neither writes them raw.
+mkdir "$WORK/c1"
+printf '%s\n' '{"event":{"sequence":0,"action":"message.send","outcome":"success"},"sempi":{"job":"j","source":"rank","rank":0,"peer":1,"comm":"\u009b31m\u007f","op":"p2p","tag":0,"bytes":1,"msg":1,"prev":"0"}}' \
+  > "$WORK/c1/rank-0.jsonl"
+raw_controls() { LC_ALL=C grep -q $'\xc2\x9b' "$WORK/out" || LC_ALL=C grep -q $'\x7f' "$WORK/out"; }
+expect 0 "" "audit report --json of a name with control characters" -- \
+  "$SEMPI" audit report "$WORK/c1" --json
+if raw_controls; then fail "audit report --json printed a raw control character"; fi
+if ! grep -qF '"comm": "\u009b31m\u007f"' "$WORK/out"; then
+  fail "audit report --json does not \\u-escape the name: $(cat "$WORK/out")"
+fi
+expect 1 "" "audit reconcile --json of a name with control characters" -- \
+  "$SEMPI" audit reconcile "$WORK/c1" --json
+if raw_controls; then fail "audit reconcile --json printed a raw control character"; fi
+if ! grep -qF 'comm \u009b31m\u007f op' "$WORK/out"; then
+  fail "audit reconcile --json does not \\u-escape the name: $(cat "$WORK/out")"
+fi
+expect 0 '\\xc2\\x9b31m\\x7f' "audit report escapes the name as text" -- "$SEMPI" audit report "$WORK/c1"
+if raw_controls; then fail "audit report printed a raw control character"; fi
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed" >&2
   exit 1

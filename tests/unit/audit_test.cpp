@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -392,6 +394,11 @@ TEST(AuditReader, LinesNestedDeeperThanARecordAreNotParsed) {
     return true;
   });
   EXPECT_EQ(parsed, (std::vector<bool>{true, false}));
+  // The same rule for a single line (sempirun reads a dead rank's last line with it).
+  EXPECT_TRUE(parse_record(nested(kMaxRecordDepth)).is_object());
+  EXPECT_TRUE(parse_record(nested(kMaxRecordDepth + 1)).is_null());
+  EXPECT_TRUE(parse_record("[1,2]").is_null());
+  EXPECT_TRUE(parse_record("{\"a\":").is_null());
 }
 
 TEST(AuditSeal, SignsAndRejectsForgeries) {
@@ -583,6 +590,115 @@ TEST(AuditVerify, LogsUnderAnotherJobsDirectoryNameAreForeign) {
   EXPECT_TRUE(kinds(own).empty());
 }
 
+// A finding costs far more than the empty line it reports: a file's problems are listed up to
+// kMaxFindingsPerFile, the rest counted in one finding, and the verdict stays a failure.
+TEST(AuditVerify, FindingsOfAFileAreCappedAndTheRestCounted) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  constexpr std::size_t kBadLines = 100000;
+  std::ofstream(dir.path() / "rank-0.jsonl", std::ios::app) << std::string(kBadLines, '\n');
+  const auto result = verify(load_audit_dir(dir.path()), std::nullopt);
+  EXPECT_FALSE(result.ok());
+  std::vector<Finding> rank0;
+  for (const auto& f : result.findings) {
+    if (f.file == "rank-0.jsonl") rank0.push_back(f);
+  }
+  // The first empty lines (line 13 on), the count of the others, and the head the seal does
+  // not match.
+  ASSERT_EQ(rank0.size(), kMaxFindingsPerFile + 2);
+  for (std::size_t i = 0; i < kMaxFindingsPerFile; ++i) {
+    EXPECT_EQ(rank0[i].line, 13 + i);
+    EXPECT_EQ(rank0[i].kind, "corrupt");
+  }
+  EXPECT_EQ(rank0[kMaxFindingsPerFile].kind, "omitted");
+  EXPECT_TRUE(rank0[kMaxFindingsPerFile].message.starts_with(
+      std::to_string(kBadLines - kMaxFindingsPerFile) + " more problems in rank-0.jsonl"))
+      << rank0[kMaxFindingsPerFile].message;
+  EXPECT_EQ(rank0.back().kind, "edited");
+  EXPECT_EQ(result.problems, kBadLines + 1) << "every empty line, and the head";
+}
+
+// Numbers in a record are untrusted too: only a JSON integer from 0 to INT64_MAX is a sequence
+// number. Anything else makes the record corrupt and is never cast (a float such as 1e300
+// cast to an integer is undefined behaviour: the sanitizer builds catch it).
+TEST(AuditVerify, ASequenceNumberThatIsNoIntegerInRangeIsCorrupt) {
+  for (const char* sequence : {"4.0", "1e300", "-1e300", "true", "\"4\"",
+                               "-9223372036854775808", "18446744073709551615"}) {
+    TempDir dir;
+    make_sealed_job(dir.path());
+    auto l = lines_of(dir.path() / "rank-0.jsonl");
+    l[4].replace(l[4].find("\"sequence\":4"), 12, std::string("\"sequence\":") + sequence);
+    write_lines(dir.path() / "rank-0.jsonl", l);
+    const auto found = kinds(dir.path());
+    std::string all;
+    for (const auto& f : found) all += f + "\n";
+    EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:5:corrupt"), found.end())
+        << sequence << ":\n" << all;
+  }
+}
+
+// A seal signed with the key the log names (as whoever rewrites a directory can) whose numbers
+// are hostile: the smallest sequence number (seq - 1 would overflow), a rank of 2^32 (which a
+// cast would wrap to rank 0) and floats. Each is a finding or ignored, never a cast.
+TEST(AuditVerify, ASignedSealWithHostileNumbersIsAFinding) {
+  TempDir dir;
+  const auto key = SealKey::generate();
+  {
+    auto launcher = AuditLog::create(dir.path() / kLauncherFile, {kJob, std::nullopt, true});
+    launcher->event(
+        "job.start", true, {},
+        {{"audit_key", {{"algorithm", "ed25519"}, {"public_key", key.public_key_hex()}}}});
+    launcher->close();
+  }
+  const std::string start_hash = to_hex(sha256(lines_of(dir.path() / kLauncherFile).at(0)));
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  ranks.push_back({{"rank", std::int64_t{1} << 32}, {"seq", 0}, {"hash", kZeroHash},
+                   {"source", "reported"}});
+  ranks.push_back({{"rank", 1e300}, {"seq", 0}, {"hash", kZeroHash}, {"source", "reported"}});
+  ranks.push_back({{"rank", 1}, {"seq", 1e300}, {"hash", kZeroHash}, {"source", "reported"}});
+  // The launcher head INT64_MAX: what the seal's seq - 1 wraps to.
+  const nlohmann::ordered_json launcher_head = {
+      {"seq", std::numeric_limits<std::int64_t>::max()}, {"hash", start_hash}};
+  const nlohmann::ordered_json seal = {
+      {"job", kJob}, {"sealed_at", "now"}, {"launcher", launcher_head}, {"ranks", ranks}};
+  const nlohmann::ordered_json seal_event = {
+      {"sequence", std::numeric_limits<std::int64_t>::min()},
+      {"action", "audit.seal"},
+      {"outcome", "success"}};
+  const nlohmann::ordered_json fields = {{"job", kJob},
+                                         {"source", "launcher"},
+                                         {"seal", seal},
+                                         {"signature", std::string(128, '0')},
+                                         {"prev", start_hash}};
+  const nlohmann::ordered_json record = {
+      {"@timestamp", "2024-01-01T00:00:00.000000Z"}, {"event", seal_event}, {"sempi", fields}};
+  std::string line = record.dump();
+  const std::string zeros = "\"signature\":\"" + std::string(128, '0');
+  ASSERT_NE(line.find(zeros), std::string::npos) << line;
+  line.replace(line.find(zeros) + zeros.size() - 128, 128, key.sign(seal_message(line)));
+  std::ofstream(dir.path() / kLauncherFile, std::ios::app) << line << "\n";
+
+  const auto result = verify(load_audit_dir(dir.path()), std::nullopt);
+  EXPECT_TRUE(result.sealed) << "signed with the key the log names";
+  std::vector<std::string> found;
+  std::string all;
+  for (const auto& f : result.findings) {
+    found.push_back(f.file + ":" + std::to_string(f.line) + ":" + f.kind);
+    all += found.back() + ": " + f.message + "\n";
+  }
+  const auto has = [&](const std::string& what) {
+    return std::find(found.begin(), found.end(), what) != found.end();
+  };
+  EXPECT_TRUE(has("launcher.jsonl:2:corrupt")) << all;
+  EXPECT_TRUE(has("launcher.jsonl:0:edited")) << "a seal without a sequence number names no head\n"
+                                              << all;
+  EXPECT_TRUE(has("rank-1.jsonl:0:missing")) << all;
+  for (const auto& f : result.findings) {
+    EXPECT_TRUE(f.file == kLauncherFile || f.file == "rank-1.jsonl")
+        << "rank 2^32 is not rank 0, nor is 1e300 a rank:\n" << all;
+  }
+}
+
 TEST(AuditReader, LastCompleteLineIsReadFromTheEnd) {
   TempDir dir;
   const fs::path file = dir.path() / "log";
@@ -645,6 +761,17 @@ TEST(AuditPrintable, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable("a\\x1b"), "a\\\\x1b");   // a literal backslash stays distinguishable
 }
 
+// A byte 0x80..0x9f outside any UTF-8 character is a C1 control to a terminal in an 8-bit
+// mode (0x9b: CSI); inside a well-formed character it is text and stays.
+TEST(AuditPrintable, StrayC1BytesAreEscapedAndUtf8IsKept) {
+  EXPECT_EQ(printable("\x9b" "31m"), "\\x9b31m");
+  EXPECT_EQ(printable("a\x80z\x9f"), "a\\x80z\\x9f");
+  EXPECT_EQ(printable("\xe2\x82" "31m"), "\xe2\\x8231m");  // a character cut short
+  EXPECT_EQ(printable("\xe0\x80\x9b"), "\xe0\\x80\\x9b");   // an overlong form
+  const std::string utf8 = "\xc4\x80 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0";  // U+0100 € 😀 NBSP
+  EXPECT_EQ(printable(utf8), utf8);
+}
+
 TEST(AuditPrintable, PrintableLinesKeepsLineBreaksOnly) {
   EXPECT_EQ(printable_lines("invalid policy:\n  /groups/a: '\x1b[2J'\r\n"),
             "invalid policy:\n  /groups/a: '\\x1b[2J'\\x0d\n");
@@ -663,6 +790,44 @@ TEST(AuditReport, TextReportEscapesWhatTheLogSays) {
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
   EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
   EXPECT_NE(text.find("\\x1b]0;owned\\x07\\x0arank 0: all good"), std::string::npos) << text;
+}
+
+// Rows are as long as their cells: a communicator name that escaping makes four times as long
+// still ends its row, with its counts after it, and the rows around it stay whole.
+TEST(AuditReport, TextRowsHoldLongCommunicatorNamesWhole) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  const std::string comm = "long" + std::string(250, '\x1b');
+  {
+    auto log = AuditLog::create(dir.path() / rank_file_name(2), {kJob, 2});
+    MessageRecord m;
+    m.peer = 0;
+    m.comm = comm;
+    m.bytes = 100;
+    for (int i = 0; i < 3; ++i) log->message(m);
+    log->close();
+  }
+  const std::string text = report_text(report_json(load_audit_dir(dir.path())));
+  ASSERT_GT(printable(comm).size(), 1000u);
+  const auto right = [](const std::string& cell, std::size_t width) {
+    return std::string(width - std::min(width, cell.size()), ' ') + cell;
+  };
+  const auto row = [&](const std::string& from, const std::string& to, const std::string& name,
+                       const std::string& messages, const std::string& bytes,
+                       const std::string& received, const std::string& received_bytes) {
+    return "  " + right(from, 6) + " " + right(to, 6) + "  " + name +
+           std::string(20 - std::min<std::size_t>(20, name.size()), ' ') + " " +
+           right(messages, 10) + " " + right(bytes, 14) + " " + right(received, 10) + " " +
+           right(received_bytes, 14) + "\n";
+  };
+  EXPECT_NE(text.find(row("from", "to", "communicator", "messages", "bytes", "received",
+                          "recv bytes")),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(row("0", "1", "world", "5", "500", "5", "500")), std::string::npos) << text;
+  EXPECT_NE(text.find(row("2", "0", printable(comm), "3", "300", "0", "0")), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\ndenials and failures:\n"), std::string::npos) << text;
 }
 
 TEST(AuditReport, RecordsWithFieldsOfTheWrongTypeAreReportedNotFatal) {

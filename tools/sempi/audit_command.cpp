@@ -31,11 +31,12 @@ constexpr const char* kVerifyUsage =
     "Checks each file's chain (sequence numbers, previous-record hashes) and the launcher's\n"
     "seal (Ed25519 signature over every chain head). Prints OK, or one line per broken place:\n"
     "FILE:LINE: KIND: what, where KIND is edited, deleted, reordered, truncated, corrupt,\n"
-    "missing, appended, foreign, unsealed or bad_seal, then notes on what the result does\n"
-    "not cover (ranks that died before closing their logs). --public-key pins the seal key\n"
-    "(obtained out of band, 64 hex digits: sempirun --audit-key-out FILE writes it) so that a\n"
-    "wholesale rewrite with a fresh key is detected too; without it, OK means the directory\n"
-    "is consistent with the key it names itself.\n"
+    "missing, appended, foreign, unsealed or bad_seal (past the first 100 of a file, one\n"
+    "omitted line counts the rest), then notes on what the result does not cover (ranks\n"
+    "that died before closing their logs). --public-key pins the seal key (obtained out of\n"
+    "band, 64 hex digits: sempirun --audit-key-out FILE writes it) so that a wholesale\n"
+    "rewrite with a fresh key is detected too; without it, OK means the directory is\n"
+    "consistent with the key it names itself.\n"
     "\n"
     "Exit status: 0 intact, 1 tampering or damage found, 2 bad usage or not a directory.\n";
 
@@ -54,6 +55,12 @@ constexpr const char* kReconcileUsage =
     "policy count as denied, not unmatched.\n"
     "\n"
     "Exit status: 0 everything matched, 1 unmatched or inconsistent messages, 2 bad usage.\n";
+
+// JSON for the terminal: everything outside ASCII \u-escaped (C1 controls such as U+009B,
+// CSI, and DEL are as dangerous as ESC), and invalid UTF-8 replaced instead of thrown.
+std::string terminal_json(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 bool wants_help(const std::vector<std::string>& args) {
   for (const auto& a : args) {
@@ -99,8 +106,8 @@ int run_verify(const std::vector<std::string>& args) {
     std::printf("%s:%zu: %s: %s\n", printable(f.file).c_str(), f.line, f.kind.c_str(),
                 printable(f.message).c_str());
   }
-  std::printf("FAILED: %zu problem%s in %zu files\n", result.findings.size(),
-              result.findings.size() == 1 ? "" : "s", result.files);
+  std::printf("FAILED: %zu problem%s in %zu files\n", result.problems,
+              result.problems == 1 ? "" : "s", result.files);
   print_notes();
   return kExitFinding;
 }
@@ -113,7 +120,7 @@ int run_report(const std::vector<std::string>& args) {
   const CliArgs cli(args, {{}, {"--json"}});
   const auto report = audit::report_json(audit::load_audit_dir(one_dir(cli)));
   if (cli.flag("--json")) {
-    std::printf("%s\n", report.dump(2).c_str());
+    std::printf("%s\n", terminal_json(report).c_str());
   } else {
     std::fputs(audit::report_text(report).c_str(), stdout);
   }
@@ -132,7 +139,7 @@ int run_reconcile(const std::vector<std::string>& args) {
     const nlohmann::ordered_json j = {{"sends", r.sends},           {"matched", r.matched},
                                       {"denied", r.denied},         {"unmatched", r.unmatched},
                                       {"mismatched", r.mismatched}, {"message_records", r.message_records}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", terminal_json(j).c_str());
   } else {
     if (!r.message_records) std::puts("no message records (message audit is off): nothing to reconcile");
     std::printf("%zu sends: %zu matched, %zu denied by the receiver, %zu unmatched\n", r.sends,
