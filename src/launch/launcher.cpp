@@ -218,7 +218,7 @@ std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path
   // Its sequence number read as the verifier reads it; a line that is no record has seq -1
   // and still a hash to seal.
   audit::Record record;
-  record.json = nlohmann::json::parse(*line, nullptr, false);
+  record.json = audit::parse_record(*line);  // the rank wrote it: nesting checked first
   return audit::ChainHead{record.seq(), to_hex(audit::sha256(*line))};
 }
 
@@ -879,6 +879,11 @@ class Launcher::Job {
       return;
     }
     if (type == "peer_lost") {
+      // A rank has no peers before its welcome: a report then could only shift the blame.
+      if (!enrollment_->all_enrolled()) {
+        protocol_error(r, "sent peer_lost before the job started");
+        return;
+      }
       // The rank's connection to `peer` broke without a goodbye. If the rank now fails, that is
       // a consequence: the job's cause is the peer (see on_exit).
       if (const auto it = message.find("peer"); it != message.end() && it->is_number_unsigned() &&
@@ -886,6 +891,12 @@ class Launcher::Job {
                                                  !ranks_[r]->lost_peer) {
         ranks_[r]->lost_peer = static_cast<std::uint32_t>(it->get<std::uint64_t>());
       }
+      return;
+    }
+    if (type == "audit_head") {
+      // Taken during a teardown too: a rank that failed after finalize must not make the seal
+      // read another rank's head back from its file, which anyone may have edited since.
+      handle_audit_head(r, message);
       return;
     }
     if (exit_status_) return;  // tearing down: no more certificates, no more fences
@@ -936,25 +947,27 @@ class Launcher::Job {
         const nlohmann::json ok = {{"type", "finalize_ok"}};
         for (std::uint32_t w = 0; w < ranks_.size(); ++w) send(w, ok);
       }
-    } else if (type == "audit_head") {
-      // A rank reports its head only once its peers said goodbye: what it decided while it
-      // waited in finalize is in the chain the seal covers.
-      const auto it = message.find("audit_head");
-      const auto head = it != message.end() ? parse_head(*it) : std::nullopt;
-      if (!head) {
-        protocol_error(r, "sent a malformed audit_head");
-        return;
-      }
-      if (!enrollment_->is_finalized(r) || heads_[r]) {
-        protocol_error(r, "sent an audit_head before finalize or twice");
-        return;
-      }
-      heads_[r] = *head;
-      audit_event("rank.audit_head", true, {},
-                  {{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}});
     } else {
       protocol_error(r, "sent an unknown bootstrap message type '" + type + "'");
     }
+  }
+
+  // A rank reports its head only once its peers said goodbye: what it decided while it waited
+  // in finalize is in the chain the seal covers.
+  void handle_audit_head(std::uint32_t r, const nlohmann::json& message) {
+    const auto it = message.find("audit_head");
+    const auto head = it != message.end() ? parse_head(*it) : std::nullopt;
+    if (!head) {
+      protocol_error(r, "sent a malformed audit_head");
+      return;
+    }
+    if (!enrollment_->is_finalized(r) || heads_[r]) {
+      protocol_error(r, "sent an audit_head before finalize or twice");
+      return;
+    }
+    heads_[r] = *head;
+    audit_event("rank.audit_head", true, {},
+                {{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}});
   }
 
   void handle_abort(std::uint32_t r, const nlohmann::json& message) {

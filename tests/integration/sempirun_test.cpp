@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/hex.hpp"
 #include "policy/policy_document.hpp"
 
@@ -777,6 +779,34 @@ TEST(SempirunEnrollment, AuditHeadBeforeFinalizeIsRefused) {
   EXPECT_TRUE(contains(r.err, "sempirun: rank 1 sent an audit_head before finalize or twice\n"))
       << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+TEST(SempirunEnrollment, PeerLostBeforeTheJobStartedIsRefused) {
+  const auto r =
+      run_sempirun({"-n", "2", ENROLL_PROBE_PATH, "--mode", "early-peer-lost", "--only-rank", "1"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 sent peer_lost before the job started\n"))
+      << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+// Rank 1 fails after finalize, which starts the teardown; rank 0 reports its audit head only
+// after that. The seal must hold the head rank 0 reported: once, it was dropped, and the seal
+// read rank 0's head back from its file, which anyone could have edited in between.
+TEST(SempirunEnrollment, AHeadReportedDuringTheTeardownIsSealed) {
+  TempDir dir;
+  const auto audit = dir.path() / "audit";
+  const auto r = run_sempirun(
+      {"-n", "2", "--audit-dir", audit.string(), ENROLL_PROBE_PATH, "--mode", "late-head"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited with status 1")) << describe(r);
+  const auto log = lines_of(read_file(audit / "launcher.jsonl"));
+  ASSERT_FALSE(log.empty());
+  const auto seal = nlohmann::json::parse(log.back());
+  ASSERT_EQ(seal["event"]["action"], "audit.seal") << log.back();
+  const auto& rank0 = seal["sempi"]["seal"]["ranks"][0];
+  EXPECT_EQ(rank0["source"], "reported") << log.back();
+  EXPECT_EQ(rank0["hash"], std::string(64, 'a')) << log.back();
 }
 
 TEST(SempirunEnrollment, AbortFromARankSetsTheExitStatus) {

@@ -11,6 +11,10 @@
 //   exit-before-enroll   exit 0 at once, without enrolling
 //   unknown-message      send a message of an unknown type; expect an "error" reply
 //   early-audit-head     enroll, send an audit_head before finalize; expect an "error" reply
+//   early-peer-lost      report a lost peer before enrolling; expect an "error" reply
+//   late-head            finalize, wait for finalize_ok; then rank 0 waits for the launcher's
+//                        abort notice and only then reports its audit head, while every other
+//                        rank exits 1 (a failure after finalize, which starts the teardown)
 //
 // Prints "rank R ok policy_digest=HEX" on success. Exit codes: 0 success, 3 refused by the
 // launcher as expected, 4 the launcher aborted the job, 10 a check failed (stderr says which).
@@ -167,6 +171,11 @@ int main(int argc, char** argv) {
   if (only_rank && *only_rank != rank) mode = "ok";
 
   if (mode == "exit-before-enroll") return 0;
+  if (mode == "early-peer-lost") {
+    BootstrapReader reader;
+    send(fd, {{"type", "peer_lost"}, {"peer", (rank + 1) % size}, {"reason", "probe"}});
+    for (;;) receive(fd, reader, true);
+  }
   if (mode == "unknown-message") {
     BootstrapReader reader;
     send(fd, {{"type", "hello"}});
@@ -215,6 +224,17 @@ int main(int argc, char** argv) {
     send(fd, {{"type", "finalize"}});
     const auto ok = receive(fd, reader, false);
     check(ok["type"] == "finalize_ok", "finalize_ok after finalize");
+    if (mode == "late-head") {
+      if (rank != 0) return 1;
+      nlohmann::json notice;
+      if (auto ec = sempi::launch::read_bootstrap_message(fd, reader, notice,
+                                                          Clock::now() + kReadTimeout)) {
+        fail("no abort notice: " + ec.message());
+      }
+      check(notice["type"] == "abort", "the teardown's abort notice");
+      send(fd, {{"type", "audit_head"}, {"audit_head", {{"seq", -1}, {"hash", std::string(64, 'a')}}}});
+      return 0;
+    }
     std::printf("rank %ld ok policy_digest=%s\n", rank,
                 welcome["policy_digest"].get<std::string>().c_str());
     return 0;
