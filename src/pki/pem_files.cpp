@@ -152,7 +152,8 @@ void write_new_file(const std::filesystem::path& path, std::string_view content,
   if (fd.reset() != 0) fail("cannot close", errno);
 }
 
-void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode,
+                Existing existing) {
   if ((mode & ~0777u) != 0) {
     throw Error(ErrorClass::arg, "write_file: mode must be permission bits only");
   }
@@ -161,6 +162,18 @@ void write_file(const std::filesystem::path& path, std::string_view content, uns
   const std::filesystem::path tmp =
       dir / ("." + path.filename().string() + ".tmp-" + JobId::random().hex().substr(0, 16));
   write_new_file(tmp, content, mode);  // created with the final mode, removed if it fails
+  if (existing == Existing::refuse) {
+    // link() fails if the name exists, where rename() would replace it.
+    const int linked = ::link(tmp.c_str(), path.c_str());
+    const int err = errno;
+    if (::unlink(tmp.c_str()) != 0 && linked == 0) {
+      throw Error(ErrorClass::io, "cannot remove " + tmp.string() + ": " + errno_text(errno));
+    }
+    if (linked == 0) return;
+    if (err == EEXIST) throw Error(ErrorClass::config, path.string() + " already exists");
+    throw Error(ErrorClass::io,
+                "cannot link " + tmp.string() + " to " + path.string() + ": " + errno_text(err));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

@@ -14,10 +14,15 @@ namespace sempi::pki {
 /// could then replace `dir`. Returns the resolved absolute path, which callers should use.
 std::filesystem::path make_private_dir(const std::filesystem::path& dir);
 
-/// Writes `content` atomically (temp file + rename) with the given mode (0600 for keys, 0644
-/// for certificates). The file is created with the final mode; it is never world-readable
-/// in between. Throws sempi::Error(io).
-void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode);
+/// What write_file does when `path` exists: replaces it, or refuses (sempi::Error(config)),
+/// atomically: of two writers racing for one path, exactly one succeeds.
+enum class Existing { replace, refuse };
+
+/// Writes `content` atomically (temp file, then rename, or link for Existing::refuse) with the
+/// given mode (0600 for keys, 0644 for certificates). The file is created with the final mode;
+/// it is never world-readable in between. Throws sempi::Error(io).
+void write_file(const std::filesystem::path& path, std::string_view content, unsigned mode,
+                Existing existing = Existing::replace);
 
 /// Creates `path`, which must not exist (nor be a symbolic link), with the given mode, and
 /// writes and syncs `content`. Throws sempi::Error(io); a partly written file is removed.

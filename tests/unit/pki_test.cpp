@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -968,6 +970,47 @@ TEST(PemFiles, PrivateDirAndFileModes) {
   write_file(dir / "c2.pem", "x", 0644);
   ::umask(strict);
   EXPECT_EQ(file_mode(dir / "c2.pem"), 0644u);
+}
+
+// Existing::refuse is decided by the write itself: of writers racing for one name, exactly one
+// succeeds and its content stays (a check before the write cannot promise that: two runs of
+// `sempi pki ca` once could both pass it and mix one's key with the other's certificate).
+TEST(PemFiles, RefusingToReplaceHoldsUnderARace) {
+  TempDir tmp;
+  const fs::path dir = make_private_dir(tmp.path() / "out");
+  write_file(dir / "k.key", "first\n", 0600, Existing::refuse);
+  try {
+    write_file(dir / "k.key", "second\n", 0600, Existing::refuse);
+    ADD_FAILURE() << "an existing file was replaced";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_class(), ErrorClass::config);
+    EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(dir / "k.key"), "first\n");
+
+  constexpr int kWriters = 8;
+  for (int round = 0; round < 20; ++round) {
+    const fs::path target = dir / ("race" + std::to_string(round));
+    std::atomic<int> winners{0};
+    std::atomic<int> winner{-1};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w) {
+      writers.emplace_back([&, w] {
+        try {
+          write_file(target, "writer " + std::to_string(w), 0600, Existing::refuse);
+          ++winners;
+          winner = w;
+        } catch (const Error&) {
+        }
+      });
+    }
+    for (auto& t : writers) t.join();
+    ASSERT_EQ(winners.load(), 1);
+    EXPECT_EQ(read_file(target), "writer " + std::to_string(winner.load()));
+  }
+  std::size_t files = 0;  // no temporary file left behind by the losers
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 21u);
 }
 
 // Another user who may rename entries of a directory above ours can swap ours for theirs

@@ -1,10 +1,13 @@
 // `sempi pki`: create a job CA, issue rank certificates, inspect certificates.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "pki/job_id.hpp"
 #include "pki/key.hpp"
 #include "pki/pem_files.hpp"
+#include "pki/secure_heap.hpp"
 #include "sempi/cli_args.hpp"
 #include "sempi/command.hpp"
 #include "sempi/error.hpp"
@@ -124,6 +128,33 @@ void check_overwrite(const std::vector<fs::path>& paths, bool force) {
   }
 }
 
+// Wipes a private key's text when it goes out of scope, however the scope is left.
+struct WipeOnExit {
+  explicit WipeOnExit(std::string& secret) : text(secret) {}
+  std::string& text;
+  WipeOnExit(const WipeOnExit&) = delete;
+  WipeOnExit& operator=(const WipeOnExit&) = delete;
+  ~WipeOnExit() { OPENSSL_cleanse(text.data(), text.size()); }
+};
+
+// Writes a key (0600) and then its certificate (0644). Without --force, neither may exist,
+// checked by the writes themselves: of two runs racing for one directory, one wins whole, and
+// a loser that already wrote its key removes it. The key's text is wiped from memory after.
+void write_key_and_certificate(const fs::path& key_path, std::string key_pem,
+                               const fs::path& cert_path, const std::string& cert_pem,
+                               bool force) {
+  const WipeOnExit wipe(key_pem);
+  const auto existing = force ? pki::Existing::replace : pki::Existing::refuse;
+  // Key first: a certificate without its key is useless, a key without one is just retried.
+  pki::write_file(key_path, key_pem, 0600, existing);
+  try {
+    pki::write_file(cert_path, cert_pem, 0644, existing);
+  } catch (...) {
+    if (!force) ::unlink(key_path.c_str());
+    throw;
+  }
+}
+
 std::string fingerprint_hex(const pki::Certificate& cert) {
   return to_hex(cert.fingerprint_sha256());
 }
@@ -140,6 +171,8 @@ int run_ca(const std::vector<std::string>& args) {
   const auto validity = days_option(cli, 30);
   const pki::KeyType key_type = key_type_option(cli);
 
+  // Before the first random bytes: OpenSSL then keeps its generators' state there too.
+  pki::ensure_secure_heap();
   pki::JobId job;
   if (job_text == "random") {
     job = pki::JobId::random();
@@ -157,9 +190,9 @@ int run_ca(const std::vector<std::string>& args) {
   check_overwrite({cert_path, key_path}, cli.flag("--force"));
   const pki::JobCa ca = pki::JobCa::create(job, validity, key_type);
   const fs::path dir = pki::make_private_dir(out);
-  // Key first: a ca.pem without its key is useless, a key without ca.pem is just retried.
-  pki::write_file(dir / key_path.filename(), ca.key().to_pem(), 0600);
-  pki::write_file(dir / cert_path.filename(), ca.certificate().to_pem(), 0644);
+  write_key_and_certificate(dir / key_path.filename(), ca.key().to_pem(),
+                            dir / cert_path.filename(), ca.certificate().to_pem(),
+                            cli.flag("--force"));
 
   std::printf("job: %s\n", job.hex().c_str());
   std::printf("key type: %s\n", pki::key_type_name(key_type));
@@ -192,7 +225,8 @@ int run_issue(const std::vector<std::string>& args) {
 
   // Sequenced reads, so a missing CA directory is reported as its ca.pem, deterministically.
   const std::string ca_pem = pki::read_file(ca_dir / "ca.pem");
-  const std::string ca_key = pki::read_file(ca_dir / "ca.key");
+  std::string ca_key = pki::read_file(ca_dir / "ca.key");
+  const WipeOnExit wipe(ca_key);
   const pki::JobCa ca = pki::JobCa::load(ca_pem, ca_key);
   const fs::path cert_path = out / "rank.pem";
   const fs::path key_path = out / "rank.key";
@@ -208,8 +242,8 @@ int run_issue(const std::vector<std::string>& args) {
   const pki::Certificate cert = ca.issue(csr, options);
 
   const fs::path dir = pki::make_private_dir(out);
-  pki::write_file(dir / key_path.filename(), key.to_pem(), 0600);
-  pki::write_file(dir / cert_path.filename(), cert.to_pem(), 0644);
+  write_key_and_certificate(dir / key_path.filename(), key.to_pem(), dir / cert_path.filename(),
+                            cert.to_pem(), cli.flag("--force"));
 
   std::printf("job: %s\n", ca.job().hex().c_str());
   std::printf("rank: %u\n", rank);
