@@ -3,6 +3,7 @@
 // otherwise a sempi::Error(config) that names the variable and quotes its value.
 
 #include <climits>
+#include <cstdint>
 
 namespace sempi {
 
@@ -15,5 +16,8 @@ long parse_env_long(const char* name, const char* value, long fallback, long max
 
 /// The same for the variable's value in this process's environment.
 long env_long(const char* name, long fallback, long max = LONG_MAX);
+
+/// A byte count from the environment (any uint64), `fallback` when unset or empty.
+std::uint64_t env_bytes(const char* name, std::uint64_t fallback);
 
 }  // namespace sempi

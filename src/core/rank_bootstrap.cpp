@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/env_number.hpp"
 #include "common/hex.hpp"
 #include "core/higher_rank_acceptor.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -34,24 +35,6 @@ using transport::ChannelError;
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  // Digits only: strtoull would skip blanks and take "-1" as 2^64-1, an unlimited budget.
-  char* end = nullptr;
-  errno = 0;
-  const auto parsed =
-      std::isdigit(static_cast<unsigned char>(*value)) != 0 ? std::strtoull(value, &end, 10) : 0;
-  if (end == nullptr || *end != '\0') {
-    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is not a byte count");
-  }
-  if (errno == ERANGE) {
-    throw Error(ErrorClass::config, std::string(name) + "='" + value + "' is too large (at most " +
-                                        std::to_string(UINT64_MAX) + ")");
-  }
-  return parsed;
 }
 
 // How peers on this host connect (SEMPI_LOCAL_TRANSPORT): "shm" (the default: a Unix socket
