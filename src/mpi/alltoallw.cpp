@@ -58,6 +58,7 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
     // IN_PLACE: the blocks sent are the receive buffer's current contents; packing them first
     // copies them before anything arrives.
     const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (recvbuf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for recvbuf");
     const void* sbuf = in_place ? recvbuf : sendbuf;
     const PackedLayout out = in_place ? layout_of(n, sbuf, recvcounts, rdispls, recvtypes)
                                       : layout_of(n, sbuf, sendcounts, sdispls, sendtypes);

@@ -7,6 +7,7 @@
 // operations, opaque elements of one packed datatype instance each, which the wrapper unpacks
 // into the user's layout around the call of the user's function.
 
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -66,8 +67,15 @@ std::size_t bytes_of(std::int64_t count, const TypeMap& t) {
 
 // --- plain data movement -------------------------------------------------------------------------
 
+// MPI_IN_PLACE is an address (1), not memory: every call that allows it substitutes the other
+// buffer first, so one that reaches a buffer view is in a place the standard does not allow.
+void refuse_in_place(const void* buf) {
+  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for this buffer");
+}
+
 // Data to send: the user's memory if contiguous, else packed into `staging`.
 const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Staging& staging) {
+  refuse_in_place(buf);
   const std::size_t bytes = bytes_of(count, t);
   if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(bytes);
@@ -79,6 +87,7 @@ const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Sta
 // With `preload`, the staging area starts with the buffer's current contents (IN_PLACE).
 void* recv_view(void* buf, std::int64_t count, const TypeMap& t, Staging& staging,
                 bool preload = false) {
+  refuse_in_place(buf);
   const std::size_t bytes = bytes_of(count, t);
   if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(bytes);
@@ -169,8 +178,16 @@ class Reduction {
     }
   }
 
+  /// The count as basic elements (a pair type or a user type's instances hold several). The
+  /// reduction engine counts in int: more is MPI_ERR_COUNT, not a silently shorter reduction.
   [[nodiscard]] int elements(std::int64_t count) const {
-    return static_cast<int>(count * per_instance_);
+    std::int64_t n = 0;
+    if (__builtin_mul_overflow(count, per_instance_, &n) || n > INT_MAX) {
+      fail(MPI_ERR_COUNT, std::to_string(count) + " instances of this datatype are " +
+                              "more elements than a reduction takes (at most " +
+                              std::to_string(INT_MAX) + ")");
+    }
+    return static_cast<int>(n);
   }
   [[nodiscard]] const ElementType& element_type() const { return et_; }
   [[nodiscard]] const Op& op() const { return op_; }
@@ -185,6 +202,7 @@ class Reduction {
   /// Where the result for `count` instances at `buf` goes; with `preload` it starts with the
   /// buffer's contents (IN_PLACE input).
   void* output(void* buf, std::int64_t count, Staging& s, bool preload) const {
+    refuse_in_place(buf);
     if (direct()) return const_cast<void*>(direct_pointer(buf, count));
     if (preload) {
       to_stream(buf, count, s);
@@ -369,7 +387,7 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
       const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
       recv = recv_view(recvbuf, total, *rt, staging[1], false);
       if (in_place && staging[1].data) {  // the root's own block must survive the unpack
-        rt->pack(at(recvbuf, root * recvcount * rt->extent()), recvcount,
+        rt->pack(at(recvbuf, static_cast<std::int64_t>(root) * recvcount * rt->extent()), recvcount,
                  staging[1].data.get() + static_cast<std::size_t>(root) * bytes);
       }
       unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {

@@ -1,0 +1,52 @@
+/* sempi-specific: collective arguments that used to crash or compute a wrong result, each
+ * refused the same way on every rank (so the communicator stays usable):
+ * - MPI_IN_PLACE (address 1) where the standard does not allow it was used as memory;
+ * - a reduction of more basic elements than an int counts was cut short silently.
+ * Run with collective_args_sempi.json (allow all). */
+#include "../mpitest.h"
+
+int main(int argc, char** argv) {
+  int rank = 0;
+  int size = 0;
+  init_world_returning_errors(&argc, &argv, &rank, &size);
+  int value = rank;
+  int values[64] = {0};
+
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
+                     MPI_Allreduce(&value, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Allgather(&value, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT,
+                                                   MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Alltoall(values, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT,
+                                                  MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
+                     MPI_Scan(&value, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  int counts[64];
+  int displs[64];
+  MPI_Datatype types[64];
+  for (int i = 0; i < size; ++i) {
+    counts[i] = 1;
+    displs[i] = i * (int)sizeof(int);
+    types[i] = MPI_INT;
+  }
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Alltoallw(values, counts, displs, types, MPI_IN_PLACE,
+                                                   counts, displs, types, MPI_COMM_WORLD));
+
+  /* 4 doubles an instance: 2^29 + 1 instances are more than INT_MAX doubles. Refused before
+   * any memory is touched (the buffers are far too small on purpose). */
+  MPI_Datatype quad;
+  CHECK_MPI(MPI_Type_contiguous(4, MPI_DOUBLE, &quad));
+  CHECK_MPI(MPI_Type_commit(&quad));
+  double in[4] = {0};
+  double out[4] = {0};
+  EXPECT_ERROR_CLASS(MPI_ERR_COUNT, MPI_Allreduce(in, out, (1 << 29) + 1, quad, MPI_SUM,
+                                                  MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Type_free(&quad));
+
+  /* Nothing was started: the communicator's collectives still line up. */
+  int sum = -1;
+  CHECK_MPI(MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  CHECK(sum == size * (size - 1) / 2);
+  CHECK_MPI(MPI_Finalize());
+  return 0;
+}
