@@ -51,25 +51,93 @@ char* put_hex(char* out, std::span<const std::uint8_t> bytes) {
   return out;
 }
 
+char* put_u_escape(char* out, unsigned code_unit) {
+  out = put(out, "\\u");
+  for (int shift = 12; shift >= 0; shift -= 4) *out++ = kHexDigits[(code_unit >> shift) & 0xf];
+  return out;
+}
+
+// How many bytes of a well-formed UTF-8 sequence (RFC 3629) start at text[at], counting the
+// lead byte: all of them if the sequence is complete, else the valid prefix (0 for a byte that
+// cannot lead). `length` is set to what the lead byte announces.
+std::size_t utf8_prefix(std::string_view text, std::size_t at, std::size_t& length) {
+  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  unsigned char second_min = 0x80;
+  unsigned char second_max = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) second_min = 0xa0;  // no overlong forms
+    if (lead == 0xed) second_max = 0x9f;  // no surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) second_min = 0x90;
+    if (lead == 0xf4) second_max = 0x8f;  // nothing past U+10FFFF
+  } else {
+    length = 1;
+    return 0;
+  }
+  std::size_t n = 1;
+  while (n < length && at + n < text.size()) {
+    const unsigned char b = byte(at + n);
+    const bool fits = n == 1 ? b >= second_min && b <= second_max : b >= 0x80 && b <= 0xbf;
+    if (!fits) break;
+    ++n;
+  }
+  return n;
+}
+
+// JSON string content exactly as nlohmann::json::dump(-1, ' ', true, replace) writes it (so a
+// name reads the same in message and event records): printable ASCII as is except the
+// escapes, every other character (DEL too) as \uXXXX (a surrogate pair above U+FFFF), and each
+// ill-formed sequence as one U+FFFD, the byte that ended it read again.
 char* put_json_escaped(char* out, std::string_view text) {
   std::size_t plain = 0;  // start of the run of characters that need no escaping
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  std::size_t i = 0;
+  while (i < text.size()) {
     const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x80 && c != '"' && c != '\\') continue;
-    out = put(out, text.substr(plain, i - plain));
-    plain = i + 1;
-    switch (c) {
-      case '"': out = put(out, "\\\""); break;
-      case '\\': out = put(out, "\\\\"); break;
-      case '\n': out = put(out, "\\n"); break;
-      case '\t': out = put(out, "\\t"); break;
-      case '\r': out = put(out, "\\r"); break;
-      default:
-        out = put(out, "\\u00");
-        *out++ = kHexDigits[u >> 4];
-        *out++ = kHexDigits[u & 0xf];
+    if (u >= 0x20 && u < 0x7f && c != '"' && c != '\\') {
+      ++i;
+      continue;
     }
+    out = put(out, text.substr(plain, i - plain));
+    if (u < 0x80) {
+      switch (c) {
+        case '"': out = put(out, "\\\""); break;
+        case '\\': out = put(out, "\\\\"); break;
+        case '\b': out = put(out, "\\b"); break;
+        case '\f': out = put(out, "\\f"); break;
+        case '\n': out = put(out, "\\n"); break;
+        case '\r': out = put(out, "\\r"); break;
+        case '\t': out = put(out, "\\t"); break;
+        default: out = put_u_escape(out, u);
+      }
+      plain = ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    const std::size_t valid = utf8_prefix(text, i, length);
+    if (valid < length) {
+      out = put_u_escape(out, 0xfffd);
+      i += std::max<std::size_t>(valid, 1);
+    } else {
+      std::uint32_t cp = length == 2 ? u & 0x1fu : length == 3 ? u & 0x0fu : u & 0x07u;
+      for (std::size_t k = 1; k < length; ++k) {
+        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
+      }
+      if (cp > 0xffff) {
+        cp -= 0x10000;
+        out = put_u_escape(out, 0xd800 + (cp >> 10));
+        out = put_u_escape(out, 0xdc00 + (cp & 0x3ff));
+      } else {
+        out = put_u_escape(out, cp);
+      }
+      i += length;
+    }
+    plain = i;
   }
   return put(out, text.substr(plain));
 }

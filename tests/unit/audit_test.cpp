@@ -97,6 +97,36 @@ std::vector<std::string> kinds(const fs::path& dir) {
   return out;
 }
 
+// A name reads the same in a message record (the hot path's own escaping) as in an event record
+// (nlohmann's): once, "é" became "Ã©" in message records, and invalid bytes differed too.
+TEST(AuditLog, NamesAreEscapedAlikeInMessageAndEventRecords) {
+  const std::string names[] = {
+      "world",        "caf\xc3\xa9",      "\xf0\x9f\x98\x80 grin", "\xe2\x82\xac",
+      "bad \xff end", "\xe9 alone",       "cut \xe2\x82",       "\xc0\x80 overlong",
+      "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 past max", "\xe2\x28\xa1 reread",
+      "ctl \b\f\n\r\t\x01\x7f \"q\" \\", "\xc2\x9b csi", std::string("nul\0in", 6)};
+  for (const auto& name : names) {
+    TempDir dir;
+    const fs::path file = dir.path() / "rank-0.jsonl";
+    auto log = AuditLog::create(file, {kJob, 0});
+    log->event("comm.create", true, {}, {{"comm", name}});
+    MessageRecord m;
+    m.comm = name;
+    log->message(m);
+    log->close();
+    const auto lines = lines_of(file);
+    ASSERT_EQ(lines.size(), 2u);
+    const auto event = nlohmann::json::parse(lines[0]);
+    const auto message = nlohmann::json::parse(lines[1]);
+    EXPECT_EQ(message["sempi"]["comm"], event["sempi"]["comm"]) << testing::PrintToString(name);
+    // The same bytes too, as nlohmann writes them with ensure_ascii and replacement.
+    const std::string expected =
+        "\"comm\":" + nlohmann::json(name).dump(-1, ' ', true,
+                                               nlohmann::json::error_handler_t::replace);
+    EXPECT_NE(lines[1].find(expected), std::string::npos) << lines[1] << "\n" << expected;
+  }
+}
+
 TEST(AuditLog, RecordsAreChainedJsonWithPrivateMode) {
   TempDir dir;
   const fs::path file = dir.path() / "rank-3.jsonl";
@@ -177,7 +207,7 @@ TEST(AuditLog, MessageRecordBytesAreStable) {
             R"(,"event":{"sequence":0,"action":"policy.deny","outcome":"failure",)"
             R"("reason":"pair \"denied\""},"sempi":{"job":")" + kJob +
                 R"(","source":"rank","rank":7,"peer":12,)"
-                R"("comm":"we\"ird\\\n\t\r\u0001\u00ff name","context":4294967295,"op":"bcast",)"
+                R"("comm":"we\"ird\\\n\t\r\u0001\ufffd name","context":4294967295,"op":"bcast",)"
                 R"("tag":-3,"bytes":18446744073709551615,"msg":99,"direction":"receive",)"
                 R"("dry_run":true,"sha256":")" + to_hex(digest) + R"(","prev":")" + kZeroHash +
                 R"("}})");
