@@ -147,12 +147,17 @@ int report(MPI_Errhandler handler, const char* function, const Outcome& o) noexc
 
 bool is_active(MPI_Request h) { return h != MPI_REQUEST_NULL && h->active; }
 
-// Index of the first active request that completes; blocks. -1 if none is active.
 // Waits until every active request is complete, advancing the nonblocking collectives among
 // them together: completed one at a time, two ranks waiting for the same two collectives in
 // opposite orders would each wait for a round the other never posts. Failures are left for
 // the completion step to report.
 void wait_for_all(int count, MPI_Request requests[]) {
+  // Without a collective there is nothing to advance: no copies on the point-to-point path.
+  if (std::none_of(requests, requests + count, [](MPI_Request r) {
+        return is_active(r) && r->kind == sempi_mpi_request::Kind::collective;
+      })) {
+    return;
+  }
   std::vector<Request> pending;
   for (int i = 0; i < count; ++i) {
     if (is_active(requests[i]) && !requests[i]->request.is_null()) {
@@ -166,6 +171,7 @@ void wait_for_all(int count, MPI_Request requests[]) {
   }
 }
 
+// Index of the first active request that completes; blocks. -1 if none is active.
 int wait_for_any(int count, MPI_Request requests[]) {
   std::vector<Request> pending;
   std::vector<int> index;
