@@ -128,6 +128,7 @@ Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t
 
 const void* send_blocks_view(const void* buf, const int counts[], const int displs[], int n,
                              const TypeMap& t, const Blocks& b, Staging& staging) {
+  refuse_in_place(buf);
   if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(b.total);
   for (int r = 0; r < n; ++r) {
@@ -138,6 +139,7 @@ const void* send_blocks_view(const void* buf, const int counts[], const int disp
 }
 
 void* recv_blocks_view(void* buf, const TypeMap& t, const Blocks& b, Staging& staging) {
+  refuse_in_place(buf);
   if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(b.total);
   return staging.data.get();
@@ -194,6 +196,7 @@ class Reduction {
 
   /// `count` instances at `buf` as an element stream (the user's memory when it already is).
   const void* input(const void* buf, std::int64_t count, Staging& s) const {
+    (void)elements(count);  // too many is refused before anything is packed
     if (buf == MPI_IN_PLACE) return InPlaceT::address();
     if (direct()) return direct_pointer(buf, count);
     to_stream(buf, count, s);
@@ -203,6 +206,7 @@ class Reduction {
   /// buffer's contents (IN_PLACE input).
   void* output(void* buf, std::int64_t count, Staging& s, bool preload) const {
     refuse_in_place(buf);
+    (void)elements(count);  // too many is refused before anything is packed
     if (direct()) return const_cast<void*>(direct_pointer(buf, count));
     if (preload) {
       to_stream(buf, count, s);

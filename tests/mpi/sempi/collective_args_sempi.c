@@ -31,6 +31,16 @@ int main(int argc, char** argv) {
   }
   EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Alltoallw(values, counts, displs, types, MPI_IN_PLACE,
                                                    counts, displs, types, MPI_COMM_WORLD));
+  for (int i = 0; i < size; ++i) displs[i] = i;  /* in elements from here on */
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Allgatherv(&value, 1, MPI_INT, MPI_IN_PLACE, counts,
+                                                    displs, MPI_INT, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Alltoallv(MPI_IN_PLACE, counts, displs, MPI_INT,
+                                                   MPI_IN_PLACE, counts, displs, MPI_INT,
+                                                   MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Iallgatherv(&value, 1, MPI_INT, MPI_IN_PLACE, counts,
+                                                     displs, MPI_INT, MPI_COMM_WORLD, &request));
+  CHECK(request == MPI_REQUEST_NULL);
 
   /* 4 doubles an instance: 2^29 + 1 instances are more than INT_MAX doubles. Refused before
    * any memory is touched (the buffers are far too small on purpose). */
@@ -42,6 +52,13 @@ int main(int argc, char** argv) {
   EXPECT_ERROR_CLASS(MPI_ERR_COUNT, MPI_Allreduce(in, out, (1 << 29) + 1, quad, MPI_SUM,
                                                   MPI_COMM_WORLD));
   CHECK_MPI(MPI_Type_free(&quad));
+  /* The same for a type that is not contiguous: it would be packed first. */
+  MPI_Datatype strided;
+  CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_DOUBLE, &strided));
+  CHECK_MPI(MPI_Type_commit(&strided));
+  EXPECT_ERROR_CLASS(MPI_ERR_COUNT, MPI_Allreduce(in, out, (1 << 29) + 1, strided, MPI_SUM,
+                                                  MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Type_free(&strided));
 
   /* Nothing was started: the communicator's collectives still line up. */
   int sum = -1;
