@@ -155,7 +155,7 @@ JoinedJob join_job(std::chrono::seconds start_timeout) {
     enroll["local"] = {{"host", my_host}, {"path", listener.local_path()}};
   }
   const nlohmann::json welcome =
-      exchange(fd, enroll, std::chrono::steady_clock::now() + start_timeout + launch::kWelcomeGrace,
+      exchange(fd, enroll, std::chrono::steady_clock::now() + launch::welcome_timeout(start_timeout),
                joined.bootstrap_reader);
   // Every rank has enrolled: the connections get their own time.
   const auto deadline = std::chrono::steady_clock::now() + start_timeout;

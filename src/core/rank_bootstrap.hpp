@@ -38,8 +38,8 @@ struct JoinedJob {
 /// True when this process was started by sempirun (a bootstrap channel is inherited).
 bool launched_by_sempirun();
 
-/// Enrolls and wires. The welcome may take `start_timeout` plus launch::kWelcomeGrace (the
-/// launcher ends a start-up that stalls), the connections `start_timeout` from then on.
+/// Enrolls and wires. The welcome may take launch::welcome_timeout(start_timeout) (the launcher
+/// ends a start-up that stalls), the connections `start_timeout` from then on.
 /// Throws sempi::Error with a precise reason on any failure.
 JoinedJob join_job(std::chrono::seconds start_timeout);
 

@@ -14,7 +14,16 @@
 namespace sempi::launch {
 
 std::chrono::seconds start_timeout(const char* value) {
-  return std::chrono::seconds(parse_env_long(kStartTimeoutVariable, value, 300, kMaxEnvSeconds));
+  const long seconds = parse_env_long(kStartTimeoutVariable, value, 300, kMaxEnvSeconds);
+  if (seconds == 0) {
+    throw Error(ErrorClass::config, std::string(kStartTimeoutVariable) +
+                                        "='0': the start-up needs at least 1 second");
+  }
+  return std::chrono::seconds(seconds);
+}
+
+std::chrono::seconds welcome_timeout(std::chrono::seconds start_timeout) {
+  return 2 * start_timeout + kWelcomeGrace;
 }
 
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,

@@ -56,13 +56,17 @@ inline constexpr const char* kLocalDirVariable = "SEMPI_LOCAL_DIR";
 /// enrollment, for every rank to enroll (it then ends the job, naming the ranks that did not),
 /// and how long each rank then has to connect to its peers.
 inline constexpr const char* kStartTimeoutVariable = "SEMPI_START_TIMEOUT";
-/// A rank waits this much longer than the start-up timeout for its welcome: the launcher, which
-/// knows which ranks are missing, is the one to end a start-up that stalls.
 inline constexpr std::chrono::seconds kWelcomeGrace{15};
 
 /// The start-up timeout for a setting of SEMPI_START_TIMEOUT (null or empty: the default).
-/// Throws sempi::Error(config) naming the variable for anything but a number of seconds.
+/// Throws sempi::Error(config) naming the variable for anything but a number of seconds >= 1.
 std::chrono::seconds start_timeout(const char* value);
+
+/// How long a rank waits for its welcome: twice the start-up timeout plus kWelcomeGrace. The
+/// launcher, which knows which ranks are missing, is the one to end a start-up that stalls; its
+/// clock starts when it reads the first enrollment, which on a busy host starting many ranks
+/// can be well after that rank sent it.
+std::chrono::seconds welcome_timeout(std::chrono::seconds start_timeout);
 
 /// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,

@@ -212,7 +212,8 @@ void prepare_audit_dir(const LaunchOptions& options) {
 void resolve_start_timeout(LaunchOptions& options) {
   const char* value = ::getenv(kStartTimeoutVariable);
   for (const auto& setting : options.env) {  // a later -x replaces an earlier one
-    if (setting.name == kStartTimeoutVariable && setting.value) value = setting.value->c_str();
+    if (setting.name != kStartTimeoutVariable) continue;
+    value = setting.value ? setting.value->c_str() : ::getenv(kStartTimeoutVariable);
   }
   options.start_timeout = start_timeout(value);
 }

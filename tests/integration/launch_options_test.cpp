@@ -149,8 +149,11 @@ TEST(LaunchOptions, StartTimeoutIsTheRanksSetting) {
   o = run_options({"-x", "SEMPI_START_TIMEOUT", "prog"});  // forwards ours
   resolve_start_timeout(o);
   EXPECT_EQ(o.start_timeout, std::chrono::seconds(40));
+  o = run_options({"-x", "SEMPI_START_TIMEOUT=7", "-x", "SEMPI_START_TIMEOUT", "prog"});
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(40));  // the bare -x forwards ours again
 
-  for (const char* bad : {"abc", "-1", " 5", "5s", "99999999999999999999", "31536001"}) {
+  for (const char* bad : {"abc", "-1", " 5", "5s", "0", "99999999999999999999", "31536001"}) {
     o = run_options({"-x", std::string("SEMPI_START_TIMEOUT=") + bad, "prog"});
     try {
       resolve_start_timeout(o);

@@ -180,16 +180,17 @@ TEST(Failure, TimeoutVariableTooLargeIsAClearErrorNotAnExpiredDeadline) {
 // the job SEMPI_START_TIMEOUT after the first enrollment, naming the missing ranks. Before, the
 // first waiting rank timed out on its own and was reported as the cause.
 TEST(Failure, RanksThatNeverEnrollAreNamedWhenTheStartTimesOut) {
-  const auto result = run(4, "neverjoin", {"-x", "SEMPI_START_TIMEOUT=2"}, 120s);
+  // 8 s: ranks 0 and 2 must both enroll within it, also on a loaded machine under ASan.
+  const auto result = run(4, "neverjoin", {"-x", "SEMPI_START_TIMEOUT=8"}, 120s);
   EXPECT_EQ(result.exit_code, 124) << result.output;
-  EXPECT_NE(result.output.find("sempirun: rank 1 did not enroll within 2 s of the first rank "
+  EXPECT_NE(result.output.find("sempirun: rank 1 did not enroll within 8 s of the first rank "
                                "(SEMPI_START_TIMEOUT) (nor did rank 3)\n"),
             std::string::npos)
       << result.output;
   for (const char* innocent : {"sempirun: rank 0", "sempirun: rank 2"}) {
     EXPECT_EQ(result.output.find(innocent), std::string::npos) << result.output;
   }
-  EXPECT_LT(result.seconds, 30) << result.output;
+  EXPECT_LT(result.seconds, 60) << result.output;
 }
 
 // Read at initialization: once it was read only while finalizing, in a destructor, and a bad
