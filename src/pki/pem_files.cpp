@@ -4,8 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <system_error>
+
+#include <openssl/crypto.h>
 
 #include "common/hex.hpp"
 #include "pki/job_id.hpp"
@@ -163,16 +167,20 @@ void write_file(const std::filesystem::path& path, std::string_view content, uns
       dir / ("." + path.filename().string() + ".tmp-" + JobId::random().hex().substr(0, 16));
   write_new_file(tmp, content, mode);  // created with the final mode, removed if it fails
   if (existing == Existing::refuse) {
-    // link() fails if the name exists, where rename() would replace it.
-    const int linked = ::link(tmp.c_str(), path.c_str());
-    const int err = errno;
-    if (::unlink(tmp.c_str()) != 0 && linked == 0) {
-      throw Error(ErrorClass::io, "cannot remove " + tmp.string() + ": " + errno_text(errno));
+    // Fails if the name exists, where rename() would replace it. Filesystems without
+    // RENAME_NOREPLACE get link(), which fails the same way; the temp file then goes.
+    int placed = ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+    int err = errno;
+    const bool linked = placed != 0 && (err == EINVAL || err == ENOSYS);
+    if (linked) {
+      placed = ::link(tmp.c_str(), path.c_str());
+      err = errno;
     }
-    if (linked == 0) return;
+    if (placed != 0 || linked) (void)::unlink(tmp.c_str());  // a leftover copy is harmless
+    if (placed == 0) return;
     if (err == EEXIST) throw Error(ErrorClass::config, path.string() + " already exists");
     throw Error(ErrorClass::io,
-                "cannot link " + tmp.string() + " to " + path.string() + ": " + errno_text(err));
+                "cannot place " + tmp.string() + " at " + path.string() + ": " + errno_text(err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
@@ -196,21 +204,28 @@ std::string read_file(const std::filesystem::path& path) {
   if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileSize) {
     fail("larger than the 1 MiB limit", 0);
   }
-  std::string out;
-  char buf[16384];
+  // The file may hold a key: read straight into a string sized once (one byte more, to see
+  // the end), so no reallocation leaves copies behind, and wipe whatever is dropped.
+  std::string out(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::size_t got = 0;
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("", errno);
+    if (got == out.size()) {  // the file grew after fstat
+      std::string larger(std::min(kMaxFileSize + 1, 2 * out.size() + 4096), '\0');
+      std::memcpy(larger.data(), out.data(), got);
+      OPENSSL_cleanse(out.data(), out.size());
+      out.swap(larger);
+    }
+    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || got + static_cast<std::size_t>(n) > kMaxFileSize) {
+      const int err = n < 0 ? errno : 0;
+      OPENSSL_cleanse(out.data(), out.size());
+      fail(n < 0 ? "" : "larger than the 1 MiB limit", err);
     }
     if (n == 0) break;
-    // The file may grow after fstat; the limit holds on what is actually read.
-    if (out.size() + static_cast<std::size_t>(n) > kMaxFileSize) {
-      fail("larger than the 1 MiB limit", 0);
-    }
-    out.append(buf, static_cast<std::size_t>(n));
+    got += static_cast<std::size_t>(n);
   }
+  out.resize(got);  // shrinks in place
   return out;
 }
 
