@@ -957,11 +957,13 @@ class Launcher::Job {
   void handle_audit_head(std::uint32_t r, const nlohmann::json& message) {
     const auto it = message.find("audit_head");
     const auto head = it != message.end() ? parse_head(*it) : std::nullopt;
+    const bool valid = head && enrollment_->is_finalized(r) && !heads_[r];
+    if (!valid && exit_status_) return;  // tearing down: the job's cause is already known
     if (!head) {
       protocol_error(r, "sent a malformed audit_head");
       return;
     }
-    if (!enrollment_->is_finalized(r) || heads_[r]) {
+    if (!valid) {
       protocol_error(r, "sent an audit_head before finalize or twice");
       return;
     }
