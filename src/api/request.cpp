@@ -15,8 +15,8 @@ Status checked_status(const detail::RequestState& state) {
   return state.status;
 }
 
-// Schedule-driven requests (nonblocking collectives) advance only here: progress the
-// schedule, and block in the engine on whatever it waits for.
+// Schedule-driven requests (nonblocking collectives): progress the schedule, and block in the
+// engine on whatever it waits for (whose waits also advance every other collective in flight).
 bool driven_done(detail::RequestState& state) {
   return state.done.load(std::memory_order_acquire) || state.driver->progress();
 }
@@ -89,8 +89,8 @@ bool Request::cancel() {
 }
 
 std::vector<Status> Request::wait_all(std::span<Request> requests) {
-  // Nonblocking collectives move only while their own request is driven, so drive them all
-  // together: one at a time deadlocks when two ranks wait for the same two in opposite order.
+  // Drive them all together, as the engine's waits do for collectives in flight: each
+  // request's own step comes first, then one wait on everything any of them needs.
   if (any_driven(requests)) {
     std::vector<const detail::RequestState*> blockers;
     for (;;) {

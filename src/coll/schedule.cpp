@@ -1,8 +1,11 @@
 #include "coll/schedule.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <mutex>
+#include <thread>
 
 #include "core/runtime.hpp"
 #include "sempi/error.hpp"
@@ -168,6 +171,46 @@ class Schedule::Driver final : public RequestDriver {
   }
 
   bool progress() override {
+    const Exclusive hold(busy_);
+    retained_.clear();  // the owner waits on nothing it collected before this call
+    return advance();
+  }
+
+  bool try_progress() override {
+    if (busy_.exchange(true, std::memory_order_acquire)) return false;  // driven elsewhere
+    const Exclusive hold(busy_, Exclusive::already_held);
+    return advance();
+  }
+
+  void blockers(std::vector<const RequestState*>& out) const override {
+    const Exclusive hold(busy_);
+    for (const auto& r : schedule_->posted_) {
+      if (!r->done.load(std::memory_order_acquire)) out.push_back(r.get());
+    }
+  }
+
+ private:
+  // One thread at a time inside the driver: its owner's wait or test, or another thread's wait
+  // advancing every collective in flight (Engine::drive_in_flight). A flag, not a mutex: a
+  // local step (a user's reduction) may call MPI, whose waits then skip this driver instead of
+  // locking a mutex the same thread holds.
+  class Exclusive {
+   public:
+    static constexpr struct AlreadyHeld {
+    } already_held{};
+    explicit Exclusive(std::atomic<bool>& flag) : flag_(flag) {
+      while (flag_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    }
+    Exclusive(std::atomic<bool>& flag, AlreadyHeld) : flag_(flag) {}
+    Exclusive(const Exclusive&) = delete;
+    Exclusive& operator=(const Exclusive&) = delete;
+    ~Exclusive() { flag_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool>& flag_;
+  };
+
+  bool advance() {
     if (finished_) return true;
     auto& s = *schedule_;
     for (;;) {
@@ -181,6 +224,9 @@ class Schedule::Driver final : public RequestDriver {
       if (const RequestState* failed = s.failure()) {
         return fail(failure_class(*failed), failure_message(s.operation_, *failed));
       }
+      // Kept, not freed: a waiter may hold pointers to them (blockers()) while another
+      // thread's wait advances this schedule. The owner's next progress() lets them go.
+      std::move(s.posted_.begin(), s.posted_.end(), std::back_inserter(retained_));
       s.posted_.clear();
       if (next_ > 0) {
         try {
@@ -198,13 +244,6 @@ class Schedule::Driver final : public RequestDriver {
     }
   }
 
-  void blockers(std::vector<const RequestState*>& out) const override {
-    for (const auto& r : schedule_->posted_) {
-      if (!r->done.load(std::memory_order_acquire)) out.push_back(r.get());
-    }
-  }
-
- private:
   bool fail(ErrorClass cls, const std::string& message) {
     state_.status.error = cls;
     state_.error_message = message;
@@ -218,6 +257,8 @@ class Schedule::Driver final : public RequestDriver {
   RequestState& state_;  // owns this driver
   std::size_t next_ = 0;  // next round to post; rounds_[next_-1] is the one in flight
   bool finished_ = false;  // complete, or failed (and retired)
+  mutable std::atomic<bool> busy_{false};  // see Exclusive
+  std::vector<std::shared_ptr<RequestState>> retained_;  // finished rounds' requests (advance)
 };
 
 std::shared_ptr<RequestState> Schedule::start() {
@@ -225,7 +266,9 @@ std::shared_ptr<RequestState> Schedule::start() {
   state->status.source = ANY_SOURCE;
   state->status.tag = ANY_TAG;
   state->driver = std::make_shared<Driver>(shared_from_this(), *state);
-  state->driver->progress();  // post the first round now, so peers can make progress
+  // Post the first round now, so peers can make progress; from then on every wait of this
+  // process advances it (the progress rule), not only waits on its own request.
+  if (!state->driver->progress()) Runtime::get().engine().add_in_flight(state);
   return state;
 }
 

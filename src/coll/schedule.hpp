@@ -14,7 +14,9 @@
 // algorithm so that sender and receiver agree on it; within one (pair, step) messages match in
 // order (MPI's non-overtaking rule), which rounds preserve.
 //
-// Threading: a schedule is built and driven by one thread at a time (the Request's owner).
+// Threading: a schedule is built by one thread and driven by one thread at a time: the
+// Request's owner, or any application thread waiting on the engine meanwhile (a started
+// schedule is in flight: Engine::add_in_flight; MPI's progress rule).
 
 #include <cstddef>
 #include <cstdint>

@@ -751,6 +751,7 @@ void Engine::wait_until(Done&& done, int peer_hint) {
       cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return done(); });
       last_clock = std::chrono::steady_clock::now();
     }
+    drive_in_flight();  // what arrived may let another collective post its next round
   }
   // The background thread needs this only to a few milliseconds: the last round's reading does,
   // where reading the clock again would add ~25 ns to every completed wait.
@@ -790,7 +791,30 @@ bool Engine::test(const RequestState& request) {
     progress(std::chrono::milliseconds(0));
   }
   last_activity_ns_ = now_ns();
+  drive_in_flight();
   return request.done.load(std::memory_order_acquire);
+}
+
+void Engine::add_in_flight(const std::shared_ptr<RequestState>& collective) {
+  std::lock_guard lock(in_flight_mu_);
+  in_flight_.push_back(collective);
+  any_in_flight_.store(true, std::memory_order_release);
+}
+
+void Engine::drive_in_flight() {
+  if (!any_in_flight_.load(std::memory_order_acquire)) return;  // the common case: one load
+  std::vector<std::shared_ptr<RequestState>> live;
+  {
+    std::lock_guard lock(in_flight_mu_);
+    std::erase_if(in_flight_, [&live](const std::weak_ptr<RequestState>& entry) {
+      auto state = entry.lock();
+      if (!state || state->done.load(std::memory_order_acquire)) return true;
+      live.push_back(std::move(state));
+      return false;
+    });
+    any_in_flight_.store(!in_flight_.empty(), std::memory_order_release);
+  }
+  for (const auto& state : live) (void)state->driver->try_progress();
 }
 
 void Engine::read_peer(Peer& peer) {

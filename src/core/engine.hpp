@@ -163,6 +163,11 @@ class Engine {
   /// One round of non-blocking progress; true if the request is done.
   bool test(const RequestState& request);
 
+  /// Registers a started nonblocking collective (its state holds the driver): until it
+  /// completes, every wait and test of the application's threads on this engine advances it,
+  /// whatever they wait for (see RequestDriver). Held weakly: a dropped request is forgotten.
+  void add_in_flight(const std::shared_ptr<RequestState>& collective);
+
   /// Finalize: keeps progressing until every queued byte is written and the launcher reports
   /// that every rank reached finalize; then says goodbye on every channel.
   void finalize(std::chrono::steady_clock::time_point deadline);
@@ -381,6 +386,9 @@ class Engine {
   /// One spin round that reads the channel of world rank `peer` directly, without poll();
   /// false (nothing done) if that channel is not usable.
   bool progress_peer(int peer);
+  /// Advances every collective in flight that no other thread is driving. Called by the
+  /// application's waiting and testing threads with no lock held.
+  void drive_in_flight();
   /// A waiter's idle time renders captured audit records (audit/audit_log.hpp); no lock held.
   void render_audit_while_idle(std::size_t max_records);
   /// Waits for done(), driving progress. `peer_hint`: the world rank whose channel will most
@@ -429,6 +437,10 @@ class Engine {
 
   transport::UniqueFd wake_fd_;
   std::atomic<int> active_waiters_{0};
+  // Nonblocking collectives in flight (add_in_flight); drive_in_flight() advances them.
+  std::mutex in_flight_mu_;
+  std::vector<std::weak_ptr<RequestState>> in_flight_;
+  std::atomic<bool> any_in_flight_{false};
   std::atomic<std::int64_t> last_activity_ns_{0};
   std::atomic<bool> background_polling_{false};
   std::atomic<bool> stopping_{false};

@@ -18,13 +18,18 @@ struct RequestState;
 enum class RequestKind { send, recv, collective };
 
 /// Drives a request made of several engine operations: a nonblocking collective's schedule
-/// (src/coll/schedule.hpp). Only Request::wait/test/wait_any call it, on the waiting thread;
-/// the engine knows nothing about it (libNBC-style progress: a schedule moves when tested).
+/// (src/coll/schedule.hpp). Request::wait/test/wait_any drive it on the waiting thread, and so
+/// does every other blocking wait or test of the application's threads (Engine::add_in_flight):
+/// MPI's progress rule, so a collective moves on while its rank waits for something else. Never
+/// the engine's background thread: a schedule's local steps run user reduction code.
 class RequestDriver {
  public:
   virtual ~RequestDriver() = default;
-  /// Advances without blocking; true once the request is complete (`done` set, status final).
+  /// Advances without blocking (beyond waiting for another thread driving it to finish its
+  /// step); true once the request is complete (`done` set, status final).
   virtual bool progress() = 0;
+  /// As progress(), but does nothing (false) if another thread is driving it right now.
+  virtual bool try_progress() = 0;
   /// Appends the engine requests whose completion would let progress() advance.
   virtual void blockers(std::vector<const RequestState*>& out) const = 0;
 };
@@ -53,7 +58,8 @@ struct RequestState {
   // reading that channel directly (Engine::wait).
   int peer_hint = -1;
 
-  // Collective (kind == collective): advanced by Request::wait/test, never by the engine.
+  // Collective (kind == collective): advanced by the application's waits (see RequestDriver),
+  // never by the engine's own thread.
   std::shared_ptr<RequestDriver> driver;
 };
 
