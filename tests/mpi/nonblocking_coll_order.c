@@ -24,36 +24,29 @@ static void in_rank_order(int rank, MPI_Request r[3], MPI_Request order[3]) {
   for (int i = 0; i < 3; ++i) order[i] = rank == 0 ? r[2 - i] : r[i];
 }
 
+/* One round: start the three, complete them with MPI_Waitall, or with MPI_Testall in a loop
+ * (each call testing all three), in this rank's order; check the sum. */
+static void round_in_rank_order(int rank, int size, int use_testall) {
+  MPI_Request r[3];
+  MPI_Request order[3];
+  int in = rank;
+  int sum = -1;
+  start_three(rank, size, r, &in, &sum);
+  in_rank_order(rank, r, order);
+  if (use_testall) {
+    int flag = 0;
+    while (!flag) CHECK_MPI(MPI_Testall(3, order, &flag, MPI_STATUSES_IGNORE));
+  } else {
+    CHECK_MPI(MPI_Waitall(3, order, MPI_STATUSES_IGNORE));
+  }
+  CHECK(sum == size * (size - 1) / 2);
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
   init_world(&argc, &argv, &rank, &size);
-  const int expected = size * (size - 1) / 2;
-
-  for (int round = 0; round < 3; ++round) {
-    MPI_Request r[3];
-    MPI_Request order[3];
-    int in = rank;
-    int sum = -1;
-    start_three(rank, size, r, &in, &sum);
-    in_rank_order(rank, r, order);
-    CHECK_MPI(MPI_Waitall(3, order, MPI_STATUSES_IGNORE));
-    CHECK(sum == expected);
-  }
-
-  /* MPI_Testall in a loop: the same, each call testing all three. */
-  for (int round = 0; round < 3; ++round) {
-    MPI_Request r[3];
-    MPI_Request order[3];
-    int in = rank;
-    int sum = -1;
-    start_three(rank, size, r, &in, &sum);
-    in_rank_order(rank, r, order);
-    int flag = 0;
-    while (!flag) CHECK_MPI(MPI_Testall(3, order, &flag, MPI_STATUSES_IGNORE));
-    CHECK(sum == expected);
-  }
-
+  for (int round = 0; round < 6; ++round) round_in_rank_order(rank, size, round >= 3);
   CHECK_MPI(MPI_Finalize());
   return 0;
 }

@@ -696,7 +696,7 @@ void check_nonblocking(const sempi::Communicator& world) {
     CHECK(block_out[0] == ranks && block_out[1] == ranks);
     CHECK(std::all_of(rs_out.begin(), rs_out.end(), [p](long x) { return x == p; }));
   }
-  g_where = "threads on two communicators";
+  g_where = "threads on three communicators";
   const auto c1 = world.dup();
   const auto c2 = world.dup();
   bool ok1 = true, ok2 = true;
@@ -718,10 +718,27 @@ void check_nonblocking(const sempi::Communicator& world) {
       for (int q = 0; q < p; ++q) ok2 = ok2 && g[static_cast<std::size_t>(q)] == q;
     }
   });
+  // A third thread's nonblocking collectives, polled with test(): the other threads' waits
+  // advance them too (the progress rule), so one schedule is driven from several threads.
+  const auto c3 = world.dup();
+  bool ok3 = true;
+  std::thread t3([&] {
+    for (int i = 0; i < 30; ++i) {
+      std::vector<long> v(500 + i, r + 1), s(500 + i);
+      auto sum = c3.iallreduce(v.data(), s.data(), static_cast<int>(v.size()), sempi::Op::sum());
+      auto fence = c3.ibarrier();
+      while (!sum.test()) std::this_thread::yield();
+      fence.wait();
+      const long expected = static_cast<long>(p) * (p + 1) / 2;
+      ok3 = ok3 && std::all_of(s.begin(), s.end(), [expected](long x) { return x == expected; });
+    }
+  });
   t1.join();
   t2.join();
+  t3.join();
   CHECK(ok1);
   CHECK(ok2);
+  CHECK(ok3);
 }
 
 template <class F>
