@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/hex.hpp"
+#include "common/utf8.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::audit {
@@ -57,38 +58,6 @@ char* put_u_escape(char* out, unsigned code_unit) {
   return out;
 }
 
-// How many bytes of a well-formed UTF-8 sequence (RFC 3629) start at text[at], counting the
-// lead byte: all of them if the sequence is complete, else the valid prefix (0 for a byte that
-// cannot lead). `length` is set to what the lead byte announces.
-std::size_t utf8_prefix(std::string_view text, std::size_t at, std::size_t& length) {
-  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  unsigned char second_min = 0x80;
-  unsigned char second_max = 0xbf;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    if (lead == 0xe0) second_min = 0xa0;  // no overlong forms
-    if (lead == 0xed) second_max = 0x9f;  // no surrogates
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    if (lead == 0xf0) second_min = 0x90;
-    if (lead == 0xf4) second_max = 0x8f;  // nothing past U+10FFFF
-  } else {
-    length = 1;
-    return 0;
-  }
-  std::size_t n = 1;
-  while (n < length && at + n < text.size()) {
-    const unsigned char b = byte(at + n);
-    const bool fits = n == 1 ? b >= second_min && b <= second_max : b >= 0x80 && b <= 0xbf;
-    if (!fits) break;
-    ++n;
-  }
-  return n;
-}
-
 // JSON string content exactly as nlohmann::json::dump(-1, ' ', true, replace) writes it (so a
 // name reads the same in message and event records): printable ASCII as is except the
 // escapes, every other character (DEL too) as \uXXXX (a surrogate pair above U+FFFF), and each
@@ -119,7 +88,7 @@ char* put_json_escaped(char* out, std::string_view text) {
       continue;
     }
     std::size_t length = 0;
-    const std::size_t valid = utf8_prefix(text, i, length);
+    const std::size_t valid = utf8_valid_prefix(text, i, length);
     if (valid < length) {
       out = put_u_escape(out, 0xfffd);
       i += std::max<std::size_t>(valid, 1);

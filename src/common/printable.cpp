@@ -2,40 +2,9 @@
 
 #include <cstdio>
 
+#include "common/utf8.hpp"
+
 namespace sempi {
-
-namespace {
-
-// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong form, surrogate or code
-// point past U+10FFFF) that starts at text[at], or 0 if none does.
-std::size_t utf8_sequence_length(std::string_view text, std::size_t at) {
-  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  std::size_t length = 0;
-  unsigned char second_min = 0x80;  // the second byte's range narrows for some lead bytes
-  unsigned char second_max = 0xbf;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    if (lead == 0xe0) second_min = 0xa0;
-    if (lead == 0xed) second_max = 0x9f;
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    if (lead == 0xf0) second_min = 0x90;
-    if (lead == 0xf4) second_max = 0x8f;
-  } else {
-    return 0;
-  }
-  if (text.size() - at < length) return 0;
-  if (byte(at + 1) < second_min || byte(at + 1) > second_max) return 0;
-  for (std::size_t i = 2; i < length; ++i) {
-    if (byte(at + i) < 0x80 || byte(at + i) > 0xbf) return 0;
-  }
-  return length;
-}
-
-}  // namespace
 
 std::string printable(std::string_view text) {
   std::string out;
@@ -53,7 +22,7 @@ std::string printable(std::string_view text) {
       out += "\\\\";
     } else if (c < 0x80) {
       out += static_cast<char>(c);
-    } else if (const std::size_t length = utf8_sequence_length(text, i); length > 0) {
+    } else if (std::size_t length = 0; utf8_valid_prefix(text, i, length) == length) {
       const auto second = static_cast<unsigned char>(text[i + 1]);
       if (c == 0xc2 && second <= 0x9f) {  // U+0080..U+009F: C1 controls
         escape(c);
