@@ -82,8 +82,11 @@ std::string str_field(const Record& r, const char* key) {
   return get<std::string>(r.sempi(key)).value_or("");
 }
 
-std::int64_t int_field(const Record& r, const char* key, std::int64_t fallback = -1) {
-  return get<std::int64_t>(r.sempi(key)).value_or(fallback);
+// A number in the record's "sempi" object, as a T: `fallback` if it is missing or no integer
+// within T's range (see get).
+template <class T = std::int64_t>
+T int_field(const Record& r, const char* key, T fallback = -1) {
+  return get<T>(r.sempi(key)).value_or(fallback);
 }
 
 // A string member of `object`; "" when missing, or when either has another type (an edited
@@ -608,14 +611,14 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
     for_each_record(file, [&](const Record& r) {
       if (!r.parsed()) return true;
       const std::string action = r.action();
-      const int rank = get<int>(r.sempi("rank")).value_or(-1);
+      const int rank = int_field<int>(r, "rank");
       if (action == "message.send" || action == "message.receive") {
         const bool send = action == "message.send";
-        const int peer = get<int>(r.sempi("peer")).value_or(-1);
+        const int peer = int_field<int>(r, "peer");
         const auto key = send ? std::make_tuple(rank, peer, str_field(r, "comm"))
                               : std::make_tuple(peer, rank, str_field(r, "comm"));
         auto& cell = matrix[key];
-        const auto bytes = get<std::uint64_t>(r.sempi("bytes")).value_or(0);
+        const auto bytes = int_field<std::uint64_t>(r, "bytes", 0);
         if (send) {
           ++cell.messages;
           cell.bytes += bytes;
@@ -744,9 +747,9 @@ ReconcileResult reconcile(const AuditDir& dir) {
                         r.sempi("dry_run") == nullptr;
       if (!send && !recv && !deny) return true;
       result.message_records = true;
-      const int peer = get<int>(r.sempi("peer")).value_or(-1);
+      const int peer = int_field<int>(r, "peer");
       const std::int64_t id = int_field(r, "msg");
-      Msg m{file.name, r.line, str_field(r, "comm"), get<int>(r.sempi("tag")).value_or(-1),
+      Msg m{file.name, r.line, str_field(r, "comm"), int_field<int>(r, "tag"),
             int_field(r, "bytes"), str_field(r, "op")};
       if (send) sends[{rank, peer, id}] = std::move(m);
       if (recv) receives[{peer, rank, id}] = std::move(m);
