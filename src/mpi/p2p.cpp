@@ -147,30 +147,6 @@ int report(MPI_Errhandler handler, const char* function, const Outcome& o) noexc
 
 bool is_active(MPI_Request h) { return h != MPI_REQUEST_NULL && h->active; }
 
-// Waits until every active request is complete, advancing the nonblocking collectives among
-// them together: completed one at a time, two ranks waiting for the same two collectives in
-// opposite orders would each wait for a round the other never posts. Failures are left for
-// the completion step to report.
-void wait_for_all(int count, MPI_Request requests[]) {
-  // Without a collective there is nothing to advance: no copies on the point-to-point path.
-  if (std::none_of(requests, requests + count, [](MPI_Request r) {
-        return is_active(r) && r->kind == sempi_mpi_request::Kind::collective;
-      })) {
-    return;
-  }
-  std::vector<Request> pending;
-  for (int i = 0; i < count; ++i) {
-    if (is_active(requests[i]) && !requests[i]->request.is_null()) {
-      pending.push_back(requests[i]->request);
-    }
-  }
-  if (pending.size() < 2) return;
-  try {
-    (void)Request::wait_all(pending);
-  } catch (const Error&) {  // every request has completed; each reports its own outcome
-  }
-}
-
 // Index of the first active request that completes; blocks. -1 if none is active.
 int wait_for_any(int count, MPI_Request requests[]) {
   std::vector<Request> pending;
@@ -524,7 +500,6 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
     check_request_array(count, requests);
-    wait_for_all(count, requests);
     MPI_Errhandler handler = MPI_ERRORS_RETURN;
     Outcome first;
     for (int i = 0; i < count; ++i) {
@@ -553,20 +528,17 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
   return guarded(MPI_COMM_WORLD, "MPI_Testall", [&] {
     require_output(flag, "flag");
     check_request_array(count, requests);
-    // Complete nothing unless everything is complete (MPI 3.1 section 3.7.5). Every request
-    // is tested, not just those up to the first incomplete one: testing is what advances a
-    // nonblocking collective, and the peers may need a later one's next round first.
-    bool all_done = true;
+    // Complete nothing unless everything is complete (MPI 3.1 section 3.7.5). Stopping at the
+    // first incomplete one leaves no collective behind: every test advances all of them.
     for (int i = 0; i < count; ++i) {
       if (!is_active(requests[i])) continue;
       try {
-        if (!requests[i]->request.test()) all_done = false;
+        if (!requests[i]->request.test()) {
+          *flag = 0;
+          return MPI_SUCCESS;
+        }
       } catch (const sempi::Error&) {  // finished with an error: reported below
       }
-    }
-    if (!all_done) {
-      *flag = 0;
-      return MPI_SUCCESS;
     }
     *flag = 1;
     return MPI_Waitall(count, requests, statuses);
