@@ -14,7 +14,7 @@
 namespace sempi::launch {
 
 std::chrono::seconds start_timeout(const char* value) {
-  const long seconds = parse_env_long(kStartTimeoutVariable, value, 300, kMaxEnvSeconds);
+  const long seconds = parse_env_long(kStartTimeoutVariable, value, kDefaultStartTimeout.count(), kMaxEnvSeconds);
   if (seconds == 0) {
     throw Error(ErrorClass::config, std::string(kStartTimeoutVariable) +
                                         "='0': the start-up needs at least 1 second");

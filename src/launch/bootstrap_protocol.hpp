@@ -56,6 +56,7 @@ inline constexpr const char* kLocalDirVariable = "SEMPI_LOCAL_DIR";
 /// enrollment, for every rank to enroll (it then ends the job, naming the ranks that did not),
 /// and how long each rank then has to connect to its peers.
 inline constexpr const char* kStartTimeoutVariable = "SEMPI_START_TIMEOUT";
+inline constexpr std::chrono::seconds kDefaultStartTimeout{300};
 inline constexpr std::chrono::seconds kWelcomeGrace{15};
 
 /// The start-up timeout for a setting of SEMPI_START_TIMEOUT (null or empty: the default).

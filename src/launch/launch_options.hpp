@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/bootstrap_protocol.hpp"
 #include "policy/policy_document.hpp"
 
 namespace sempi::launch {
@@ -45,7 +46,7 @@ struct LaunchOptions {
   std::vector<std::string> program;  ///< program, then its arguments, verbatim
   /// How long to wait, from the first enrollment, for every rank to enroll: the ranks'
   /// SEMPI_START_TIMEOUT (set by resolve_start_timeout).
-  std::chrono::seconds start_timeout{300};
+  std::chrono::seconds start_timeout = kDefaultStartTimeout;
 };
 
 enum class LaunchAction { run, help, version };
