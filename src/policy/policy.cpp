@@ -235,7 +235,9 @@ struct PolicyParser {
 
   void check_keys(const nlohmann::json& object, const std::string& path,
                   std::initializer_list<const char*> allowed) {
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
         std::vector<std::string> names(allowed.begin(), allowed.end());
         issue(path + "/" + escape_pointer(key),
