@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "transport/frame.hpp"
@@ -55,6 +56,26 @@ std::vector<std::vector<std::uint8_t>> seeds() {
   // close_notify.
   out.push_back({3,    0, 5,  0, 'h', 'e', 'l', 'l', 'o', 1, 6, 0, 22, 24, 0, 0, 1, 1,
                  0,    3, 0,  'a', 'b', 'c', 1, 4, 0, 0, 'x', 23, 0, 1, 3, 0, 21, 1, 0});
+  // Policies (selector 4): segments, tag ranges, size limits, a dry run; and audit log lines
+  // (selector 5): a message record, a seal, one nested deeply.
+  auto text = [](std::uint8_t selector, const std::string& body) {
+    std::vector<std::uint8_t> t = {selector};
+    t.insert(t.end(), body.begin(), body.end());
+    return t;
+  };
+  out.push_back(text(4, R"({"version":1,"groups":{"a":"0-1","b":["2","3"]},)"
+                        R"("segmentation":[{"between":["a","b"],"communicators":["solver"]},)"
+                        R"({"between":["a","a"]}],"communicators":[{"name":"world","members":"*",)"
+                        R"("collectives":["barrier","reduce"],"p2p_tags":["0-9"],"max_message_bytes":65536},)"
+                        R"({"name":"sol*","members":["a","b"],"collectives":"*","p2p_tags":"*"}],)"
+                        R"("limits":{"max_message_bytes":1048576}})"));
+  out.push_back(text(4, R"({"version":1,"mode":"audit","on_violation":"abort","groups":{"all":"*"},)"
+                        R"("segmentation":[],"communicators":[{"name":"*","members":"*",)"
+                        R"("collectives":"*","p2p_tags":[5,"7-100"]}]})"));
+  out.push_back(text(5, R"({"@timestamp":"2026-12-06T01:13:02.549618Z","event":{"sequence":5,)"
+                        R"("action":"message.send","outcome":"success"},"sempi":{"rank":0,"peer":1,)"
+                        R"("comm":"world","op":"p2p","tag":5,"bytes":4,"msg":1,"prev":"cd57"}})"));
+  out.push_back(text(5, std::string(200, '[') + std::string(200, ']')));
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Fuzz target for everything a peer or a rank can feed the parsers: frame headers, HELLO
 // payloads and bootstrap messages (and a welcome's socket table) before any trust is
-// established, and TLS records after the handshake (fuzz_records.cpp). The first input byte
+// established, and TLS records after the handshake (fuzz_records.cpp); and the JSON that people
+// and files feed the tools: policies and audit log lines (fuzz_policy.cpp). The first input byte
 // picks the parser. Built as a libFuzzer target with clang (-DSEMPI_FUZZ=ON), and always as a
 // deterministic replay/mutation test (fuzz_driver.cpp) so every build exercises it.
 
@@ -17,6 +18,8 @@
 #include "transport/hello.hpp"
 
 void fuzz_record_layer(std::span<const std::uint8_t> input);
+void fuzz_policy(std::span<const std::uint8_t> input);
+void fuzz_audit_line(std::span<const std::uint8_t> input);
 
 namespace {
 
@@ -42,7 +45,7 @@ void check_welcome_local_paths(const nlohmann::json& welcome) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t selector = data[0] % 4;
+  const std::uint8_t selector = data[0] % 6;
   const std::span<const std::uint8_t> input(data + 1, size - 1);
   switch (selector) {
     case 0: {
@@ -89,6 +92,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     case 3:
       fuzz_record_layer(input);
+      break;
+    case 4:
+      fuzz_policy(input);
+      break;
+    case 5:
+      fuzz_audit_line(input);
       break;
   }
   return 0;
