@@ -904,8 +904,9 @@ void Engine::progress(std::chrono::milliseconds max_block) {
       const auto ec = bootstrap_reader_.feed(bootstrap_fd_);
       const auto parse_error = handle_buffered_bootstrap_messages();
       if (ec || parse_error) {
-        // Without the launcher nobody can tear the job down cleanly: abort now.
-        ::close(bootstrap_fd_);
+        // Without the launcher nobody can tear the job down cleanly: abort now. The socket is
+        // the runtime's (JoinedJob), closed when it ends: closing it here too would close
+        // whatever file took its number meanwhile.
         bootstrap_fd_ = -1;
         if (!finalize_ok_) abort_job("lost the connection to the launcher");
       }

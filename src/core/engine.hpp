@@ -108,7 +108,8 @@ class Engine {
   static constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
 
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
-  /// launcher connection (or -1 for a singleton). Starts the background progress thread.
+  /// launcher connection (or -1 for a singleton), owned by the caller and open for the engine's
+  /// lifetime. Starts the background progress thread.
   /// `bootstrap_reader` holds what was read from `bootstrap_fd` before (messages that came with
   /// the welcome); the engine handles them first.
   Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
