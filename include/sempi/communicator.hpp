@@ -478,7 +478,8 @@ class Communicator {
 
   /// The communicator's name ("world", "self", "world.dup", ...). Policies refer to
   /// communicators by name; set_name changes the name this rank uses (MPI_Comm_set_name), and
-  /// this rank judges every message that arrives afterwards by the new name's rules.
+  /// this rank judges every message that arrives afterwards by the new name's rules. Throws
+  /// sempi::Error(policy), keeping the old name, if that rule does not admit the members.
   [[nodiscard]] std::string name() const;
   void set_name(const std::string& name) const;
 

@@ -116,11 +116,9 @@ int Communicator::size() const { return checked(state_, "size").size(); }
 std::string Communicator::name() const { return checked(state_, "name").name(); }
 
 void Communicator::set_name(const std::string& name) const {
-  const auto& comm = checked(state_, "set_name");
-  comm.set_name(name);
   // Now, not at this rank's next operation: messages that arrive meanwhile are judged by the
-  // policy rules for the new name.
-  Runtime::get().engine().rename_comm(comm);
+  // policy rules for the new name (or the name stays, if its rule refuses these members).
+  Runtime::get().engine().rename_comm(checked(state_, "set_name"), name);
 }
 
 int Communicator::world_rank_of(int rank) const {

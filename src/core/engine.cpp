@@ -512,17 +512,26 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
   }
-  if (policy() != nullptr && request->source_world != ANY_SOURCE) {
-    // A receive the policy can never satisfy fails now rather than waiting forever.
+  if (policy() != nullptr && policy()->enforcing()) {
+    // A receive the policy can never satisfy fails now rather than waiting forever: no rank
+    // may send it (no rule for the communicator, or segmentation), or no tag it accepts is
+    // allowed (the receiver would refuse every message it could match).
     const CommEntry& entry = entry_for(*comm);
-    const bool never = !entry.decisions->may_talk(request->source_world) ||
-                       (!collective && tag != ANY_TAG && !entry.decisions->tag_allowed(tag));
-    if (never && policy()->enforcing()) {
+    const policy::CommDecisions& rules = *entry.decisions;
+    const bool no_sender = request->source_world == ANY_SOURCE
+                               ? rules.rule() < 0
+                               : !rules.may_talk(request->source_world);
+    const bool no_tag =
+        !collective && (tag == ANY_TAG ? !rules.some_tag_allowed() : !rules.tag_allowed(tag));
+    if (no_sender || no_tag) {
+      const std::string sender =
+          request->source_world == ANY_SOURCE ? "any rank" : "rank " + std::to_string(source);
+      const std::string what = collective      ? std::string("collective traffic")
+                               : tag == ANY_TAG ? std::string("point-to-point traffic")
+                                                : "tag " + std::to_string(tag);
       complete(*request, ErrorClass::policy,
-               "policy never lets rank " + std::to_string(source) + " send " +
-                   (collective ? std::string("collective traffic")
-                               : "tag " + std::to_string(tag)) +
-                   " to this rank on communicator '" + entry.name + "'");
+               "policy never lets " + sender + " send " + what + " to this rank on communicator '" +
+                   entry.name + "'");
       return request;
     }
   }
@@ -1110,16 +1119,35 @@ const Engine::CommEntry& Engine::entry_for(const CommState& comm) {
   return compile_entry(comm, comm.name());
 }
 
-void Engine::rename_comm(const CommState& comm) {
+void Engine::rename_comm(const CommState& comm, const std::string& name) {
+  // Named under the lock: of two concurrent renames, the last one stored wins here too.
   std::lock_guard lock(mu_);
-  if (policy() == nullptr) return;
-  // The name read under the lock: of two concurrent renames, the last one stored wins here too.
-  std::string name = comm.name();
+  if (policy() == nullptr) {
+    comm.set_name(name);
+    return;
+  }
   const CommEntry* entry = find_entry(comm.context);
   if (entry != nullptr && entry->name == name) return;
+  const std::string previous = entry != nullptr ? entry->name : comm.name();
+  // A name brings its rule's tags, collectives and sizes: it must also bring its member check,
+  // or renaming would let any set of ranks take on another communicator's rules.
+  const policy::Decision members = policy()->check_members(name, comm.world_ranks);
+  if (!members.allowed) {
+    if (audit::AuditLog* log = audit()) {
+      log->event("comm.refuse", false, members.explanation,
+                 {{"comm", name}, {"previous", previous}, {"context", comm.context},
+                  {"rule", members.rule}, {"dry_run", !policy()->enforcing()}});
+    }
+    if (policy()->enforcing()) {
+      throw Error(ErrorClass::policy, "renaming communicator '" + previous + "' to '" + name +
+                                          "' refused by policy: " + members.explanation +
+                                          " (rule " + members.rule + ")");
+    }
+  }
+  comm.set_name(name);
   if (audit::AuditLog* log = audit(); log != nullptr && entry != nullptr) {
     log->event("comm.rename", true, {},
-               {{"comm", name}, {"previous", entry->name}, {"context", comm.context}});
+               {{"comm", name}, {"previous", previous}, {"context", comm.context}});
   }
   compile_entry(comm, name);
 }

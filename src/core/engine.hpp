@@ -35,8 +35,8 @@
 //    as an unexpected message marked undecided (it counts against the peer's unexpected budget)
 //    and decided when the communicator is registered, before the application can see it.
 //    Frames for a freed communicator are denied.
-//  * A communicator's name is looked up again at this rank's next operation on it, so a rename
-//    (set_name) takes effect from then on; until then arriving frames use the old name.
+//  * A rename (set_name) takes effect at once: the rules are recompiled for the new name, after
+//    checking the communicator's members against that name's rule, as at creation.
 //  * Audit: denials always, message records per the policy's level. A message record is only
 //    captured on the message path (a copy of its fields); a waiting rank renders captured
 //    records (JSON, hash chain) while it spins with nothing else to do, and the background
@@ -195,9 +195,10 @@ class Engine {
   /// Registers a communicator (created here, or predefined) for policy decisions and decides
   /// the messages that arrived for it before it existed. Audits "comm.create".
   void register_comm(const CommState& comm);
-  /// Recompiles a registered communicator's rules for its current name (after set_name).
-  /// Audits "comm.rename".
-  void rename_comm(const CommState& comm);
+  /// Names a communicator `name` and recompiles its rules for that name. The members must fit
+  /// the name's rule, as at creation: otherwise (enforcing) the name stays and this throws
+  /// sempi::Error(policy). Audits "comm.rename", or "comm.refuse".
+  void rename_comm(const CommState& comm, const std::string& name);
   /// Where a communicator's deleter reports that its last handle is gone (any thread; the
   /// engine may already be destroyed, hence the weak handle). Audited as "comm.free".
   struct FreedContexts {

@@ -112,6 +112,10 @@ class CommDecisions {
            peer_ok_[static_cast<std::size_t>(peer)] != 0;
   }
   [[nodiscard]] bool tag_allowed(int tag) const noexcept;
+  /// Some point-to-point tag is allowed (what a receive with ANY_TAG needs).
+  [[nodiscard]] bool some_tag_allowed() const noexcept {
+    return rule_ >= 0 && (any_tag_ || !tags_.empty());
+  }
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// Index of the matching communicator rule, -1 if none.

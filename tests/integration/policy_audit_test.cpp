@@ -189,6 +189,38 @@ TEST(Policy, SplitViolatingMembershipFailsOnEveryMember) {
   EXPECT_EQ(verify_text(job.audit), "OK");
 }
 
+TEST(Policy, RenameIsRefusedUnlessTheMembersFitTheNewName) {
+  TempDir dir;
+  const auto job = run(dir, 4, R"({"version": 1,
+    "groups": {"all": "*", "lo": "0-1"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": ["barrier", "comm_create"], "p2p_tags": "*"},
+      {"name": "secure", "members": "lo", "p2p_tags": "*"},
+      {"name": "world.dup", "members": "*"},
+      {"name": "world.split", "members": "*", "p2p_tags": ["0-9"]}]})",
+                       "rename");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  const auto refused = records(job.audit / "rank-3.jsonl", "comm.refuse");
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0]["sempi"]["comm"], "secure");
+  EXPECT_EQ(refused[0]["sempi"]["previous"], "world.dup");
+  EXPECT_EQ(records(job.audit / "rank-0.jsonl", "comm.rename").size(), 1u);
+  EXPECT_EQ(verify_text(job.audit), "OK");
+}
+
+TEST(Policy, ReceivesNoMessageCouldSatisfyFailAtOnceFromAnySource) {
+  TempDir dir;
+  const auto job = run(dir, 2, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": ["comm_create"], "p2p_tags": ["0-99"]},
+      {"name": "world.dup", "members": "*"}]})",
+                       "unreceivable");
+  EXPECT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_LT(job.result.seconds, 30);
+}
+
 // Three ranks: in the first round of allreduce some member only receives, so every member
 // must learn of the denial before posting anything (the collective layer asks
 // Engine::collective_denied first) or that member would wait forever.

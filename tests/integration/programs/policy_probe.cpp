@@ -143,6 +143,48 @@ void membership(const sempi::Communicator& world) {
   expect_error(ErrorClass::policy, [&] { (void)half.dup(); });
 }
 
+// A rename takes on the new name's rule only if the members fit it: "secure" admits ranks 0-1
+// only. "world.split" allows tags 0-9, "secure" every tag.
+void rename(const sempi::Communicator& world) {
+  const int r = world.rank();
+  const auto dup = world.dup();
+  const auto why = expect_error(ErrorClass::policy, [&] { dup.set_name("secure"); });
+  CHECK(why.find("/communicators/1/members") != std::string::npos);
+  CHECK(dup.name() == "world.dup");
+  const auto half = world.split(r / 2, r);
+  if (r < 2) {
+    half.set_name("secure");
+    CHECK(half.name() == "secure");
+  } else {
+    expect_error(ErrorClass::policy, [&] { half.set_name("secure"); });
+  }
+  world.barrier();  // a frame that arrives before its receiver renamed is judged by the old name
+  if (r < 2) {
+    int got = -1;
+    half.sendrecv(&r, 1, 1 - half.rank(), 500, &got, 1, 1 - half.rank(), 500);
+    CHECK(got == (r ^ 1));
+  } else {
+    CHECK(half.name() == "world.split");
+    const int value = r;
+    expect_error(ErrorClass::policy, [&] { half.send(value, 1 - half.rank(), 500); });
+  }
+}
+
+// Receives that no message could ever satisfy fail at once, whatever their source: a tag
+// outside world's 0-99 from any rank, and any tag on "world.dup", which allows none.
+void unreceivable(const sempi::Communicator& world) {
+  int value = 0;
+  const auto why =
+      expect_error(ErrorClass::policy, [&] { (void)world.recv(value, sempi::ANY_SOURCE, 999); });
+  CHECK(why.find("any rank") != std::string::npos);
+  const auto dup = world.dup();
+  expect_error(ErrorClass::policy, [&] { (void)dup.recv(value, 1 - world.rank(), sempi::ANY_TAG); });
+  expect_error(ErrorClass::policy,
+               [&] { (void)dup.recv(value, sempi::ANY_SOURCE, sempi::ANY_TAG); });
+  // Allowed ones still work.
+  world.sendrecv(&value, 1, 1 - world.rank(), 5, &value, 1, sempi::ANY_SOURCE, sempi::ANY_TAG);
+}
+
 // world allows barrier (and comm_create), not allreduce.
 void collectives(const sempi::Communicator& world) {
   world.barrier();
@@ -252,6 +294,10 @@ int main(int argc, char** argv) {
     abort_on_violation(world);
   } else if (scenario == "membership") {
     membership(world);
+  } else if (scenario == "rename") {
+    rename(world);
+  } else if (scenario == "unreceivable") {
+    unreceivable(world);
   } else if (scenario == "collectives") {
     collectives(world);
   } else if (scenario == "dryrun") {
