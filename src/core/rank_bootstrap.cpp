@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -122,6 +124,19 @@ void protect_from_siblings() {
   }
 }
 
+// A rank holds a connection to each peer (a socket, and for shared rings a mapping and a wake-up
+// socket while it is set up): a job of a few hundred ranks outgrows the usual soft limit of 1024
+// descriptors. Raise it toward the hard limit as far as the job needs, as sempirun does for
+// itself; the application's own files keep what was there before.
+void raise_fd_limit_for(int size) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const rlim_t needed = 2 * static_cast<rlim_t>(size) + 256;
+  if (limit.rlim_cur >= needed) return;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 JoinedJob join_job(std::chrono::seconds start_timeout) {
   protect_from_siblings();
   JoinedJob joined;
@@ -167,6 +182,7 @@ JoinedJob join_job(std::chrono::seconds start_timeout) {
       endpoints.size() != static_cast<std::size_t>(joined.size)) {
     throw Error(ErrorClass::io, "launcher welcome is inconsistent (rank/size/endpoints)");
   }
+  raise_fd_limit_for(joined.size);
   const auto local_paths = launch::welcome_local_paths(welcome, joined.size, my_host);
   const auto job = pki::JobId::parse(field<std::string>(welcome, "job"));
   if (!job) throw Error(ErrorClass::io, "launcher welcome has a malformed job id");

@@ -93,7 +93,6 @@ constexpr int kStageExec = 2;
     const bool ignored = sig < 64 && ((ignored_signals >> sig) & 1u) != 0;
     ::sigaction(sig, ignored ? &ign : &dfl, nullptr);  // SIGPIPE was ignored by sempirun itself
   }
-  if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
 
   // Move the four descriptors above 0-3 first, so the dup2 calls cannot clobber each other.
   const int src[4] = {dev_null, out, err, bootstrap};
@@ -117,6 +116,10 @@ constexpr int kStageExec = 2;
                            : 65536;
     for (rlim_t fd = 4; fd < top; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
   }
+  // The program's own descriptor limit, restored last: the launcher raised its limit for the
+  // three descriptors it holds per rank, and the moves above need numbers beyond them. A limit
+  // below a descriptor still open is allowed; those above 3 close at exec anyway.
+  if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
   sigset_t none;
   sigemptyset(&none);
   ::pthread_sigmask(SIG_SETMASK, &none, nullptr);

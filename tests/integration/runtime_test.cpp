@@ -155,6 +155,17 @@ TEST(Examples, RingAndPiRunOnFourRanks) {
   EXPECT_NE(pi.output.find("pi: 3.14159"), std::string::npos) << pi.output;
 }
 
+// sempirun holds three descriptors per rank and each rank one or two per peer: 40 ranks under a
+// soft limit of 64 need both to raise their limit (sempirun restoring the program's limit only
+// after it has moved the rank's descriptors into place).
+TEST(Examples, FortyRanksRunUnderASoftDescriptorLimitOf64) {
+  auto ring = run_job({"/bin/sh", "-c", "ulimit -Sn 64 && exec \"$0\" -n 40 \"$1\"", SEMPIRUN_PATH,
+                       RING_PATH},
+                      300s);
+  EXPECT_EQ(ring.exit_code, 0) << ring.output;
+  EXPECT_NE(ring.output.find("token 2340 (expected 2340)"), std::string::npos) << ring.output;
+}
+
 TEST(Examples, RunWithoutLauncherAsSingleton) {
   auto ring = run_job({RING_PATH}, 60s);
   EXPECT_EQ(ring.exit_code, 0) << ring.output;
