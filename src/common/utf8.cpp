@@ -31,4 +31,17 @@ std::size_t utf8_valid_prefix(std::string_view text, std::size_t at, std::size_t
   return n;
 }
 
+bool is_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    if (utf8_valid_prefix(text, i, length) != length || length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
 }  // namespace sempi

@@ -12,4 +12,8 @@ namespace sempi {
 /// 0 for a byte that cannot lead (ASCII included; `length` is then 1).
 std::size_t utf8_valid_prefix(std::string_view text, std::size_t at, std::size_t& length);
 
+/// True if all of `text` is well-formed UTF-8 (what JSON text, and so nlohmann::json::dump,
+/// requires of a string).
+bool is_utf8(std::string_view text);
+
 }  // namespace sempi

@@ -5,15 +5,17 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/utf8.hpp"
 #include "pki/pem_files.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::launch {
 
 JobSocketDir::JobSocketDir() {
+  // The ranks send their socket paths back as JSON, which holds UTF-8 text only.
   const char* tmp = std::getenv("TMPDIR");
-  std::string name = (tmp != nullptr && *tmp == '/' ? std::string(tmp) : std::string("/tmp")) +
-                     "/sempi-XXXXXX";
+  const bool usable = tmp != nullptr && *tmp == '/' && is_utf8(tmp);
+  std::string name = (usable ? std::string(tmp) : std::string("/tmp")) + "/sempi-XXXXXX";
   if (::mkdtemp(name.data()) == nullptr) {  // mode 0700
     failure_ = "cannot create a directory like " + name + ": " + std::strerror(errno);
     return;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "common/printable.hpp"
+#include "common/utf8.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "pki/pem_files.hpp"
 #include "policy/policy.hpp"
@@ -205,8 +207,17 @@ policy::PolicyDocument load_policy(const LaunchOptions& options) {
   return document;
 }
 
+void require_utf8_audit_dir(const std::filesystem::path& dir) {
+  if (!is_utf8(dir.native())) {
+    throw Error(ErrorClass::config, "the audit directory " + printable(dir.native()) +
+                                        " is not valid UTF-8; choose another with --audit-dir");
+  }
+}
+
 void prepare_audit_dir(const LaunchOptions& options) {
-  if (options.audit_dir) pki::make_private_dir(*options.audit_dir);
+  if (!options.audit_dir) return;
+  require_utf8_audit_dir(std::filesystem::absolute(*options.audit_dir));
+  pki::make_private_dir(*options.audit_dir);
 }
 
 void resolve_start_timeout(LaunchOptions& options) {

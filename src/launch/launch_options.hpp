@@ -65,6 +65,9 @@ policy::PolicyDocument load_policy(const LaunchOptions& options);
 
 /// Creates --audit-dir with mode 0700 if missing (no-op without it). Throws sempi::Error(config).
 void prepare_audit_dir(const LaunchOptions& options);
+/// Throws sempi::Error(config) unless `dir` is UTF-8: the audit directory goes to the ranks in
+/// their welcome and into the log's records, both JSON, which holds UTF-8 text only.
+void require_utf8_audit_dir(const std::filesystem::path& dir);
 
 /// Sets options.start_timeout to the SEMPI_START_TIMEOUT the ranks will see: the last -x for
 /// it, else this process's. Throws sempi::Error(config) for a value that is not a number of

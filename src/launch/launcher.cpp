@@ -385,8 +385,10 @@ class Launcher::Job {
     try {
       audit_dir_ = options_.audit_dir ? *options_.audit_dir
                                       : std::filesystem::path("sempi-audit") / job.hex();
+      require_utf8_audit_dir(std::filesystem::absolute(audit_dir_));
       // Absolute (ranks may run elsewhere) and resolved, so no link on the way can redirect it.
       audit_dir_ = pki::make_private_dir(audit_dir_);
+      require_utf8_audit_dir(audit_dir_);
       audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                        {job.hex(), std::nullopt, /*flush_each=*/true});
     } catch (...) {

@@ -252,6 +252,14 @@ TEST(Failure, RankExitingWithStatus3EndsTheJobWithStatus3) {
   EXPECT_LT(result.seconds, 30) << result.output;
 }
 
+TEST(Failure, AbortWithAReasonThatIsNotUtf8SetsTheExitStatus) {
+  const auto result = run(3, "abort7", {}, 120s);
+  EXPECT_EQ(result.exit_code, 7) << result.output;
+  EXPECT_NE(result.output.find("rank 2 called abort (code 7): bad "), std::string::npos)
+      << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
 TEST(Failure, RankKilledBySigkillEndsTheJob) {
   const auto result = run(3, "sigkill", {}, 120s);
   EXPECT_EQ(result.exit_code, 128 + SIGKILL) << result.output;

@@ -566,6 +566,19 @@ TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
 }
 
 // However its ranks end, the job's directory for their Unix sockets goes with the job.
+// Socket paths travel in JSON, which holds UTF-8 only: a TMPDIR that is not gives way to /tmp.
+TEST(Sempirun, TmpdirThatIsNotUtf8IsPassedOver) {
+  TempDir tmp;
+  const fs::path odd = tmp.path() / "tmp\xe9";
+  fs::create_directory(odd);
+  fs::permissions(odd, fs::perms::owner_all);
+  const auto r = run_sempirun({"-n", "1", "sh", "-c", "echo \"$SEMPI_LOCAL_DIR\""},
+                              with_env({"TMPDIR=" + odd.string()}));
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(r.out.starts_with("/tmp/sempi-")) << describe(r);
+  EXPECT_EQ(r.out.find(odd.string()), std::string::npos) << describe(r);
+}
+
 TEST(Sempirun, JobSocketDirectoryIsRemovedWhenTheJobEnds) {
   TempDir tmp;
   const auto ok = run_sempirun({"-n", "2", "sh", "-c", "test -d \"$SEMPI_LOCAL_DIR\""},
@@ -609,6 +622,8 @@ INSTANTIATE_TEST_SUITE_P(
                               "--audit-key-out requires a file name"},
                     UsageCase{{"--audit-key-out", "/nonexistent/dir/key", "true"},
                               "cannot create /nonexistent/dir/"},
+                    UsageCase{{"--audit-dir", "/tmp/sempirun-test-caf\xe9", "true"},
+                              "is not valid UTF-8; choose another with --audit-dir"},
                     UsageCase{{"--policy", "/nonexistent/policy.json", "true"},
                               "cannot read policy file /nonexistent/policy.json"},
                     UsageCase{{"/nonexistent/program"},

@@ -569,6 +569,8 @@ void victim_scenario(const sempi::Communicator& world, const std::string& how) {
     if (how == "hang") {
       for (;;) ::pause();
     }
+    // A reason that is not UTF-8 (an application's bytes) still reaches the launcher.
+    if (how == "abort7") sempi::Environment::abort(7, "bad \xe9 byte");
   }
   int value = 0;
   try {
@@ -601,7 +603,7 @@ int main(int argc, char** argv) {
   const auto world = sempi::world();
   g_rank = world.rank();
   const std::string scenario = argc > 1 ? argv[1] : "all";
-  if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang") {
+  if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang" || scenario == "abort7") {
     victim_scenario(world, scenario);
   }
   if (scenario == "lostlink") {
