@@ -223,6 +223,7 @@ void Engine::flush_peer(Peer& peer) {
 void Engine::fail_peer(Peer& peer, const std::string& reason) {
   if (peer.failed_) return;
   peer.failed_ = true;
+  ++failed_peers_;
   peer.failure_ = reason;
   const std::string who = "rank " + std::to_string(peer.world_rank_);
   const std::string message =
@@ -250,7 +251,10 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   peer.send_rendezvous_.clear();
   peer.awaiting_sync_.clear();
   for (auto it = posted_.begin(); it != posted_.end();) {
-    if ((*it)->source_world == peer.world_rank_) {
+    const RequestState& request = **it;
+    if (request.source_world == peer.world_rank_ ||
+        (request.source_world == ANY_SOURCE && request.comm &&
+         every_other_member_failed(*request.comm))) {
       fail(*it);
       it = posted_.erase(it);
     } else {
@@ -543,6 +547,10 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
                    (peer ? ": " + peer->failure_ : std::string()));
       return request;
     }
+  } else if (request->source_world == ANY_SOURCE && every_other_member_failed(*comm)) {
+    complete(*request, ErrorClass::peer_failed,
+             "every other member of communicator '" + comm->name() + "' has failed or finalized");
+    return request;
   }
   posted_.push_back(request);
   return request;
@@ -571,11 +579,25 @@ std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t c
   });
 }
 
-std::optional<Status> Engine::unreachable_source(int source_world) const {
+bool Engine::every_other_member_failed(const CommState& comm) const {
+  if (failed_peers_ == 0) return false;
+  bool others = false;
+  for (const int member : comm.world_ranks) {
+    if (member == config_.world_rank) continue;
+    others = true;
+    const Peer* peer = peers_[static_cast<std::size_t>(member)].get();
+    if (peer != nullptr && !peer->failed_) return false;
+  }
+  return others;
+}
+
+std::optional<Status> Engine::unreachable_source(const CommState& comm, int source_world) const {
   Status failed;
   failed.error = ErrorClass::peer_failed;
   if (!abort_reason_.empty()) return failed;
-  if (source_world != ANY_SOURCE && source_world != config_.world_rank) {
+  if (source_world == ANY_SOURCE) {
+    if (every_other_member_failed(comm)) return failed;
+  } else if (source_world != config_.world_rank) {
     const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
     if (peer == nullptr || peer->failed_) return failed;
   }
@@ -596,7 +618,7 @@ std::optional<Status> Engine::find_unexpected(const CommState& comm, bool collec
   const int source_world = comm.world_source(source);
   const auto it = first_unexpected(context, source_world, tag);
   if (it != unexpected_.end()) return status_of(comm, *it);
-  return unreachable_source(source_world);
+  return unreachable_source(comm, source_world);
 }
 
 template <class Find>
@@ -649,7 +671,7 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
   const int source_world = comm.world_source(source);
   const auto it = first_unexpected(comm.context, source_world, tag);
   if (it == unexpected_.end()) {
-    if (auto failed = unreachable_source(source_world)) return Probed{*failed, nullptr};
+    if (auto failed = unreachable_source(comm, source_world)) return Probed{*failed, nullptr};
     return std::nullopt;
   }
   Probed probed;
@@ -1049,6 +1071,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       peer->said_goodbye_ = true;  // closing now is expected, not a failure
       peer->channel_->shutdown();
       peer->channel_.reset();
+      if (!peer->failed_) ++failed_peers_;
       peer->failed_ = true;
     }
   }

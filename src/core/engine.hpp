@@ -350,8 +350,12 @@ class Engine {
   std::optional<Probed> take_unexpected(const CommState& comm, int source, int tag);
   std::list<Unexpected>::iterator first_unexpected(std::uint32_t context, int source_world,
                                                    int tag);
-  // Why a receive from `source_world` (or ANY_SOURCE) can never be satisfied, if it cannot.
-  std::optional<Status> unreachable_source(int source_world) const;
+  // Why a receive from `source_world` (or ANY_SOURCE) on `comm` can never be satisfied, if it
+  // cannot: the job aborted, the source failed (or finalized), or for ANY_SOURCE every other
+  // member did (as MPI's fault-tolerance extension fails it; a send to itself stays possible).
+  std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
+  // True if `comm` has members besides this rank and every one of them failed or finalized.
+  bool every_other_member_failed(const CommState& comm) const;
   void read_peer(Peer& peer);
   // One peer's share of a progress round: reads it if `readable` (and not paused), then
   // writes what is queued for it.
@@ -416,6 +420,7 @@ class Engine {
   // reused, so none can leave): a few dozen bytes each.
   std::unordered_set<std::uint32_t> contexts_adopted_;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
+  int failed_peers_ = 0;  // peers failed or finalized (mu_): most jobs never look at members
   std::uint64_t arrivals_ = 0;  // numbers unexpected messages in arrival order (under mu_)
   // Bumped (under mu_) by every progress step that moved data on a channel: see wait_until.
   std::atomic<std::uint64_t> traffic_{0};

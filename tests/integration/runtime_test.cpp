@@ -275,7 +275,8 @@ TEST(Failure, HangingRankIsEndedByTimeout) {
 }
 
 // A rank that finalized is gone for its peers without a job abort: a probe or matched probe
-// for its messages fails with peer_failed instead of waiting forever.
+// for its messages fails with peer_failed instead of waiting forever, and so do receives and
+// probes from any source once no other member is left (one posted before, too).
 TEST(Failure, ProbeForAFinalizedRankFails) {
   const auto result =
       run(2, "probegone", {"--timeout", "60", "-x", "SEMPI_FINALIZE_TIMEOUT=2"}, 120s);

@@ -619,8 +619,20 @@ int main(int argc, char** argv) {
   }
   if (scenario == "probegone") {  // rank 0 finalizes at once
     if (world.rank() == 1) {
+      // Posted while rank 0 is still there: fails when the last other member is gone.
+      int value = 0;
+      auto any = world.irecv(&value, 1, sempi::ANY_SOURCE, 6);
       expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.probe(0, 5); });
       expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.mprobe(0, 5); });
+      expect_error(sempi::ErrorClass::peer_failed, [&] { (void)any.wait(); });
+      expect_error(sempi::ErrorClass::peer_failed,
+                   [&] { (void)world.recv(value, sempi::ANY_SOURCE, 5); });
+      expect_error(sempi::ErrorClass::peer_failed,
+                   [&] { (void)world.probe(sempi::ANY_SOURCE, 5); });
+      // This rank can still send to itself.
+      const auto self = sempi::self();
+      self.send(value, 0, 7);
+      (void)self.recv(value, sempi::ANY_SOURCE, 7);
     }
     return 0;
   }
