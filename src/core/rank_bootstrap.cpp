@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 
 #include "common/env_number.hpp"
 #include "common/hex.hpp"
+#include "common/printable.hpp"
 #include "core/higher_rank_acceptor.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "pki/csr.hpp"
@@ -53,14 +55,30 @@ LocalTransport local_transport_from_env() {
               "SEMPI_LOCAL_TRANSPORT='" + value + "' is not 'shm', 'unix' or 'tcp'");
 }
 
+// The launcher's socket, named by SEMPI_BOOTSTRAP_FD. The variable is removed once read: the
+// socket is close-on-exec from here on, so a program this rank starts would find that number
+// closed, or another file under it, and write its enrollment (its CSR) there.
 int bootstrap_fd_from_env() {
-  const char* text = std::getenv(launch::kBootstrapFdVariable);
+  const std::string text = std::getenv(launch::kBootstrapFdVariable);
+  ::unsetenv(launch::kBootstrapFdVariable);
+  const auto refuse = [&](const char* what) {
+    return Error(ErrorClass::config, std::string(launch::kBootstrapFdVariable) + "='" +
+                                         printable(text) + "' " + what +
+                                         "; start ranks with sempirun");
+  };
   char* end = nullptr;
-  const long fd = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || fd < 0 || ::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
-    throw Error(ErrorClass::config, std::string(launch::kBootstrapFdVariable) + "='" + text +
-                                        "' is not an open file descriptor; start ranks with "
-                                        "sempirun");
+  const long fd = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX ||
+      ::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+    throw refuse("is not an open file descriptor");
+  }
+  const auto socket_option = [fd](int name) {
+    int value = -1;
+    socklen_t length = sizeof value;
+    return ::getsockopt(static_cast<int>(fd), SOL_SOCKET, name, &value, &length) == 0 ? value : -1;
+  };
+  if (socket_option(SO_DOMAIN) != AF_UNIX || socket_option(SO_TYPE) != SOCK_STREAM) {
+    throw refuse("is not the launcher's socket (a Unix stream socket)");
   }
   return static_cast<int>(fd);
 }

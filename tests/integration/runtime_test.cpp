@@ -206,6 +206,21 @@ TEST(Failure, RanksThatNeverEnrollAreNamedWhenTheStartTimesOut) {
 
 // Read at initialization: once it was read only while finalizing, in a destructor, and a bad
 // value terminated the rank (SIGABRT) after all its work instead of failing its start.
+// A program whose descriptor 3 is no longer the launcher's socket (a shell redirected it) says
+// so and writes nothing into what is there now.
+TEST(Failure, BootstrapDescriptorThatIsNotTheLaunchersSocketIsRefused) {
+  TempDir dir;
+  const auto file = dir.path() / "fd3";
+  const auto result = run_job({SEMPIRUN_PATH, "-n", "1", "/bin/sh", "-c",
+                               "exec 3>\"$0\"; exec \"$1\"", file.string(), RING_PATH},
+                              120s);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("is not the launcher's socket"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(std::filesystem::file_size(file), 0u) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
 TEST(Failure, BadFinalizeTimeoutIsAnInitializationError) {
   const auto result = run(2, "environment", {"-x", "SEMPI_FINALIZE_TIMEOUT=abc"}, 120s);
   EXPECT_EQ(result.exit_code, 2) << result.output;

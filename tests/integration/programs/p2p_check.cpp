@@ -423,6 +423,8 @@ void check_environment(const sempi::Communicator& world) {
   CHECK(size != nullptr && std::atoi(size) == world.size());
   CHECK(sempi::Environment::job_id() == std::getenv("SEMPI_JOB_ID"));
   CHECK(sempi::Environment::initialized());
+  // Read and removed by init: a program this rank starts must not take over the number.
+  CHECK(std::getenv("SEMPI_BOOTSTRAP_FD") == nullptr);
   // Launched ranks are not dumpable (no sibling can read their key) unless asked to be.
   const char* dumpable = std::getenv("SEMPI_DUMPABLE");
   const bool wanted = dumpable != nullptr && std::string(dumpable) == "1";
