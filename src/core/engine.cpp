@@ -1628,6 +1628,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         copy_bytes(static_cast<std::uint8_t*>(transfer.request->buffer) + inflight_copy_offset_,
                     scratch_.data(), inflight_copy_bytes_);
       }
+      // A truncated receive's DATA came through scratch, as large as the sender made its
+      // frames (up to the frame limit): not kept beyond what eager frames need.
+      if (scratch_.capacity() > e.config_.eager_limit) std::vector<std::uint8_t>().swap(scratch_);
       transfer.received += header.length;
       if (transfer.received == transfer.total) {
         e.audit_message(
