@@ -738,17 +738,12 @@ class Launcher::Job {
     }
   }
 
-  // Every rank has been reaped. Children a rank left behind in its process group may still
-  // hold its output pipes: they do not outlive the job either. (Those that left the group,
-  // with setsid, are our children by now: end_orphans() ends them, at the latest when the
-  // drain does.)
+  // Every rank has been reaped. Whatever a rank left behind (in its process group or not, with
+  // setsid) has become our child as its parent died (we are the subreaper), and may still hold
+  // its output pipes: end_orphans() ends it. Not by signalling the rank's process group: the
+  // rank was reaped, so its number may be another process's group by now.
   void begin_drain(TimePoint now) {
     drain_deadline_ = now + kDrainGrace;
-    for (auto& rank : ranks_) {
-      if (rank->process.out().valid() || rank->process.err().valid()) {
-        rank->process.signal_group(SIGKILL);  // reaped: its pid may be another process's now
-      }
-    }
     end_orphans();
   }
 

@@ -232,8 +232,4 @@ void RankProcess::signal(int signo) const noexcept {
   ::kill(pid_, signo);
 }
 
-void RankProcess::signal_group(int signo) const noexcept {
-  if (pid_ > 0) ::kill(-pid_, signo);
-}
-
 }  // namespace sempi::launch

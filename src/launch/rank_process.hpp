@@ -65,9 +65,6 @@ class RankProcess {
   /// Sends `signo` to the rank's process group (its children too) and to the rank itself, in
   /// case it left the group. Safe to call after the rank exited but before it was reaped.
   void signal(int signo) const noexcept;
-  /// Sends `signo` to the rank's process group only: for after the rank was reaped, when its
-  /// pid may belong to another process, but its group id cannot while the group has members.
-  void signal_group(int signo) const noexcept;
 
  private:
   RankProcess() = default;
