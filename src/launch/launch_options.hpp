@@ -23,9 +23,8 @@ inline constexpr std::int64_t kMaxTimeoutSeconds = 365LL * 24 * 3600;
 /// Exit statuses of sempirun that are not a rank's own status.
 inline constexpr int kExitUsage = 2;      ///< bad command line, policy, or program not executable
 inline constexpr int kExitTimeout = 124;  ///< --timeout expired (as timeout(1))
-inline constexpr int kExitSighup = 129;   ///< hung up (128 + 1)
-inline constexpr int kExitSigint = 130;   ///< interrupted by SIGINT (128 + 2)
-inline constexpr int kExitSigterm = 143;  ///< terminated by SIGTERM (128 + 15)
+/// Interrupted by signal N (one of kJobEndingSignals): 128 + N, as a shell reports it.
+inline constexpr int kExitSignalBase = 128;
 
 /// One -x argument: forward NAME from sempirun's environment, or set NAME=VALUE.
 struct EnvSetting {

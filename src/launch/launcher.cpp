@@ -86,7 +86,25 @@ extern "C" void on_signal(int signo) {
   errno = saved;
 }
 
-// The self-pipe: SIGCHLD, SIGINT, SIGTERM and SIGHUP become bytes the event loop polls for. SIGPIPE is
+// Signals that end the job in order (teardown, then the seal; exit status 128 + N) instead of
+// killing sempirun and leaving the ranks' own children and the log unsealed: an interrupt, a
+// hang-up, a kill request, and the resource and timer signals a batch system or a limit sends.
+constexpr int kJobEndingSignals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
+                                     SIGALRM, SIGXCPU, SIGXFSZ};
+// Signals passed on to every rank, as mpirun does: what a batch system's "warn before the end"
+// (Slurm's --signal) or a user sends the job.
+constexpr int kForwardedSignals[] = {SIGUSR1, SIGUSR2};
+
+bool ends_the_job(int signo) {
+  return std::find(std::begin(kJobEndingSignals), std::end(kJobEndingSignals), signo) !=
+         std::end(kJobEndingSignals);
+}
+bool is_forwarded(int signo) {
+  return std::find(std::begin(kForwardedSignals), std::end(kForwardedSignals), signo) !=
+         std::end(kForwardedSignals);
+}
+
+// The self-pipe: SIGCHLD and the signals above become bytes the event loop polls for. SIGPIPE is
 // ignored so a vanished reader of our stdout cannot kill the launcher.
 class SignalPipe {
  public:
@@ -105,7 +123,9 @@ class SignalPipe {
     // SIGHUP: a dropped ssh session must still end the job in order and seal its audit log.
     // Unless it was ignored when we started (nohup, or SIGINT for `sempirun &` in a script):
     // then the job keeps ignoring it, ranks included, as the user asked.
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    std::vector<int> handled(std::begin(kJobEndingSignals), std::end(kJobEndingSignals));
+    handled.insert(handled.end(), std::begin(kForwardedSignals), std::end(kForwardedSignals));
+    for (const int sig : handled) {
       ::sigaction(sig, nullptr, &saved_[sig]);
       if (saved_[sig].sa_handler == SIG_IGN) {
         inherited_ignored_ |= std::uint64_t{1} << sig;
@@ -120,9 +140,9 @@ class SignalPipe {
     ::sigaction(SIGPIPE, &ignore, &saved_[SIGPIPE]);
   }
   ~SignalPipe() {
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) {
-      ::sigaction(sig, &saved_[sig], nullptr);
-    }
+    for (const int sig : kJobEndingSignals) ::sigaction(sig, &saved_[sig], nullptr);
+    for (const int sig : kForwardedSignals) ::sigaction(sig, &saved_[sig], nullptr);
+    for (const int sig : {SIGCHLD, SIGPIPE}) ::sigaction(sig, &saved_[sig], nullptr);
     g_signal_pipe = -1;
   }
   SignalPipe(const SignalPipe&) = delete;
@@ -718,13 +738,16 @@ class Launcher::Job {
   }
 
   void on_launcher_signal(int signo) {
-    if (signo != SIGINT && signo != SIGTERM && signo != SIGHUP) return;  // SIGCHLD: see reap()
+    if (is_forwarded(signo)) {
+      for (auto& rank : ranks_) {
+        if (rank->running) rank->process.forward(signo);
+      }
+      return;
+    }
+    if (!ends_the_job(signo)) return;  // SIGCHLD: see reap()
     if (!exit_status_) {
       report("interrupted; terminating the job");
-      cause(signo == SIGINT    ? kExitSigint
-            : signo == SIGTERM ? kExitSigterm
-                               : kExitSighup,
-            "sempirun was interrupted", true);
+      cause(kExitSignalBase + signo, "sempirun was interrupted", true);
       return;
     }
     // Interrupted again, or during a teardown: skip ahead one step.
@@ -774,7 +797,7 @@ class Launcher::Job {
         pollfd p{signals_->fd(), POLLIN, 0};
         if (left.count() > 0) ::poll(&p, 1, static_cast<int>(left.count()));
         for (const int sig : signals_->take()) {  // SIGCHLD is what this waits for
-          if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+          if (ends_the_job(sig)) {
             on_launcher_signal(sig);
             return;
           }

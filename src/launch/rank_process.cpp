@@ -232,4 +232,9 @@ void RankProcess::signal(int signo) const noexcept {
   ::kill(pid_, signo);
 }
 
+void RankProcess::forward(int signo) const noexcept {
+  if (pid_ <= 0) return;
+  ::kill(::getpgid(pid_) == pid_ ? -pid_ : pid_, signo);
+}
+
 }  // namespace sempi::launch

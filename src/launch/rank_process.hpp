@@ -65,6 +65,9 @@ class RankProcess {
   /// Sends `signo` to the rank's process group (its children too) and to the rank itself, in
   /// case it left the group. Safe to call after the rank exited but before it was reaped.
   void signal(int signo) const noexcept;
+  /// Passes `signo` on once: to the rank's process group while the rank leads it, else to the
+  /// rank alone (a handler must not run twice for one signal sent to the job).
+  void forward(int signo) const noexcept;
 
  private:
   RankProcess() = default;

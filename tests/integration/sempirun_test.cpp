@@ -528,6 +528,42 @@ TEST(Sempirun, SigtermTerminatesEveryRank) { expect_interrupt(SIGTERM, 143); }
 // A dropped login session ends the job in order too.
 TEST(Sempirun, SighupTerminatesEveryRank) { expect_interrupt(SIGHUP, 129); }
 
+// So do the signals of a CPU-time limit and of Ctrl-\ (which used to kill sempirun alone,
+// leaving the ranks' children and an unsealed log).
+TEST(Sempirun, SigxcpuAndSigquitEndTheJobInOrder) {
+  expect_interrupt(SIGXCPU, 128 + SIGXCPU);
+  expect_interrupt(SIGQUIT, 128 + SIGQUIT);
+}
+
+// SIGUSR1 and SIGUSR2 reach every rank once (a batch system's warning before the end), and the
+// job goes on.
+TEST(Sempirun, Sigusr1AndSigusr2ArePassedOnToEveryRank) {
+  TempDir dir;
+  const auto r = run_sempirun(
+      {"-n", "2", "sh", "-c",
+       "n=0; trap 'n=$((n+1)); echo usr1 $SEMPI_RANK $n' USR1; "
+       "trap 'echo usr2 $SEMPI_RANK $n; exit 0' USR2; echo ready; "
+       "while :; do sleep 1 & wait $!; done"},
+      with_output([stage = 0](pid_t pid, const std::string& out) mutable {
+        const auto count = [&](const std::string& what) {
+          std::size_t n = 0;
+          for (auto at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+          return n;
+        };
+        if (stage == 0 && count("ready") == 2) {
+          ::kill(pid, SIGUSR1);
+          stage = 1;
+        } else if (stage == 1 && count("usr1 ") == 2) {
+          ::kill(pid, SIGUSR2);
+          stage = 2;
+        }
+      }));
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "usr2 0 1\n")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "usr2 1 1\n")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
 // nohup: a signal ignored when sempirun starts stays ignored, by sempirun and by its ranks.
 TEST(Sempirun, SignalsIgnoredAtStartStayIgnored) {
   const auto r = run_sempirun({"-n", "2", "sh", "-c", "kill -HUP $PPID; kill -HUP $$; echo survived"},
