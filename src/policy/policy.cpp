@@ -24,20 +24,6 @@ constexpr std::uint32_t kAllCollectives =
 // Each creation agreement message carries (color, key, next context) per member: 3 x int64.
 constexpr std::uint64_t kCommCreateEntryBytes = 24;
 
-std::string escape_pointer(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
   for (const auto& item : items) {
@@ -95,9 +81,10 @@ bool ranges_contain(const std::vector<std::pair<int, int>>& ranges, int value) n
 }
 
 // A whole decimal int: std::errc() on success, result_out_of_range for digits an int cannot
-// hold, invalid_argument otherwise.
+// hold, invalid_argument otherwise. Digits only: from_chars also reads a sign, which would let
+// "0--0" pass as the range 0-0.
 std::errc parse_int(std::string_view text, int& out) {
-  if (text.empty()) return std::errc::invalid_argument;
+  if (text.empty() || text[0] < '0' || text[0] > '9') return std::errc::invalid_argument;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, out);
   if (ec == std::errc() && ptr != end) return std::errc::invalid_argument;
@@ -146,6 +133,20 @@ std::optional<int> integer_within(const nlohmann::json& value, int max) {
   }
   const auto n = value.get<long long>();
   return n >= 0 && n <= max ? std::optional<int>(static_cast<int>(n)) : std::nullopt;
+}
+
+// nlohmann stores a number written with a fraction or an exponent (1.5, 1e3, 1.0) as a double,
+// and also an integer no 64-bit type holds (99999999999999999999). Why such a number is refused
+// where an integer belongs: `what` ("rank", "tag") is out of range, or is written wrongly.
+std::string not_an_integer(const nlohmann::json& value, const std::string& what,
+                           const std::string& range) {
+  const double d = value.get<double>();
+  // Only integers beyond int64 and uint64 are parsed as doubles this large.
+  if (d >= 0x1p64 || d < -0x1p63) {
+    return "integer " + value.dump() + " is out of range for a " + what + " (" + range + ")";
+  }
+  return what + " " + value.dump() +
+         " must be a non-negative integer written without exponent or fraction";
 }
 
 bool valid_group_name(std::string_view name) {
@@ -265,6 +266,11 @@ struct PolicyParser {
   }
 
   std::optional<std::uint64_t> byte_count(const nlohmann::json& value, const std::string& path) {
+    if (value.is_number_float()) {
+      const auto most = std::numeric_limits<std::uint64_t>::max();
+      issue(path, not_an_integer(value, "byte count", "0.." + std::to_string(most)));
+      return std::nullopt;
+    }
     if (!value.is_number_unsigned() &&
         !(value.is_number_integer() && value.get<long long>() >= 0)) {
       issue(path, "must be a non-negative integer (bytes)");
@@ -294,6 +300,8 @@ struct PolicyParser {
         } else {
           issue(p, why);
         }
+      } else if (v.is_number_float()) {
+        issue(p, not_an_integer(v, "rank", "0.." + std::to_string(kMaxPolicyRank)));
       } else {
         issue(p, "a rank must be a number, a range like \"0-3\", or \"*\"");
       }
@@ -462,6 +470,8 @@ struct PolicyParser {
             } else if (v.is_string() &&
                        parse_range_text(v.get_ref<const std::string&>(), TAG_UB, range, why)) {
               comm.tags.push_back(range);
+            } else if (v.is_number_float()) {
+              issue(p, not_an_integer(v, "tag", "0.." + std::to_string(TAG_UB)));
             } else {
               issue(p, v.is_string() ? why : "a tag must be a number or a range like \"100-199\"");
             }
@@ -488,6 +498,9 @@ struct PolicyParser {
     const auto version = json.find("version");
     if (version == json.end()) {
       issue("/version", "missing: a policy must declare \"version\": 1");
+    } else if (version->is_number_float()) {
+      issue("/version", "unsupported version " + version->dump() +
+                            ": the version is the integer 1, written without exponent or fraction");
     } else if (!version->is_number_integer() || version->dump() != "1") {
       issue("/version", "unsupported version " + version->dump() + " (this sempi reads version 1)");
     }
@@ -679,7 +692,7 @@ bool Policy::members_fit(const CommRule& rule, const std::vector<int>& members,
     }
   }
   why = rule.member_groups.empty()
-            ? std::string("the rule allows no member set (no 'members')")
+            ? std::string("the rule allows no member set ('members' missing or empty)")
             : "the members must all belong to one of the groups: " + join(rule.member_groups);
   return false;
 }
@@ -856,11 +869,24 @@ std::string Policy::summary(std::optional<int> ranks) const {
   if (comms_.empty()) s << "  (none: default deny)\n";
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     const auto& c = comms_[i];
-    s << "  [" << i << "] " << c.pattern << ": members "
-      << (c.any_members ? std::string("any")
-                        : c.member_groups.empty() ? std::string("none")
-                                                  : "within one of " + join(c.member_groups))
-      << "; collectives " << ops_text(c.ops) << "; p2p tags "
+    // The runtime creates world and self without a member check: their rule's "members" only
+    // matters for a rename to that name.
+    std::string members;
+    if (c.pattern == "world") {
+      members = "all ranks (world always)";
+    } else if (c.pattern == "self") {
+      members = "the rank itself (self always)";
+    } else if (c.any_members) {
+      members = "any";
+    } else if (!c.member_groups.empty()) {
+      members = "within one of " + join(c.member_groups);
+    } else {
+      // Rule i of the compiled document is comms_[i].
+      const bool listed = document_.json.at("communicators").at(i).contains("members");
+      members = listed ? "[] (none)" : "none (no 'members')";
+    }
+    s << "  [" << i << "] " << c.pattern << ": members " << members << "; collectives "
+      << ops_text(c.ops) << "; p2p tags "
       << (c.any_tag ? std::string("*") : ranges_text(c.tags));
     if (c.max_bytes) s << "; max " << *c.max_bytes << " bytes";
     s << "\n";

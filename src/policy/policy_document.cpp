@@ -1,8 +1,12 @@
 #include "policy/policy_document.hpp"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <set>
-#include <sstream>
+#include <system_error>
 #include <vector>
 
 #include <openssl/evp.h>
@@ -30,7 +34,7 @@ constexpr const char* kDefaultPolicy = R"({
 // "/a/b" for the keys leading to the current object ("/" at the top).
 std::string pointer_of(const std::vector<std::string>& keys) {
   std::string path;
-  for (const auto& key : keys) path += "/" + key;
+  for (const auto& key : keys) path += "/" + escape_pointer(key);
   return path.empty() ? "/" : path;
 }
 
@@ -54,13 +58,73 @@ PolicyDocument from_json(nlohmann::json json, bool is_default, const std::string
   return doc;
 }
 
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
 }  // namespace
+
+std::string escape_pointer(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string read_policy_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before fstat could refuse it.
+  // O_NOCTTY: a terminal named as the file must not become the controlling terminal.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;  // saved before building the message
+    throw Error(ErrorClass::config, "cannot read policy file " + name + ": " + errno_text(err));
+  }
+  struct Closer {
+    int handle;
+    ~Closer() { ::close(handle); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    throw Error(ErrorClass::config, "cannot read policy file " + name + ": " + errno_text(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw Error(ErrorClass::config, "policy file " + name + " is a directory");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(ErrorClass::config, "policy file " + name +
+                                        " is not a regular file (a device, FIFO or socket)");
+  }
+  // st_size is only a hint (0 for /proc files, and the file may grow): read until the end, but
+  // never more than one byte past the limit, which is enough for parse_policy_json to refuse it.
+  std::string text(kMaxPolicyFileBytes + 1, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      throw Error(ErrorClass::config, "error reading policy file " + name + ": " + errno_text(err));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
 
 nlohmann::json parse_policy_json(const std::string& text, const std::string& origin) {
   if (text.size() > kMaxPolicyFileBytes) {
-    throw Error(ErrorClass::config, origin + ": " + std::to_string(text.size()) +
-                                        " bytes, more than a policy may have (" +
-                                        std::to_string(kMaxPolicyFileBytes) + ")");
+    // No byte count: read_policy_file stops one byte past the limit.
+    throw Error(ErrorClass::config, origin + ": longer than " +
+                                        std::to_string(kMaxPolicyFileBytes) +
+                                        " bytes, more than a policy may have");
   }
   // One frame per open object or array: the keys seen in an object, the next index in an
   // array. `path` names the open containers, for messages.
@@ -128,14 +192,7 @@ PolicyDocument PolicyDocument::parse(const std::string& text, const std::string&
 }
 
 PolicyDocument PolicyDocument::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorClass::config, "cannot read policy file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    throw Error(ErrorClass::config, "error reading policy file " + path.string());
-  }
-  return parse(text.str(), path.string());
+  return parse(read_policy_file(path), path.string());
 }
 
 }  // namespace sempi::policy

@@ -85,6 +85,19 @@ if grep -q $'\x1b' "$WORK/out"; then fail "the policy summary printed a raw esca
 expect 1 'large.json: /: the policy is [0-9]* bytes in canonical form' \
   "a canonical form too large for a job is a finding" -- "$SEMPI" policy check "$WORK/large.json"
 expect 2 "" "--ranks beyond sempirun's limit" -- "$SEMPI" policy check "$WORK/name.json" --ranks 4097
+# world and self always have their members; an explicit empty list is not a missing key.
+cat > "$WORK/summary.json" <<'JSON'
+{"version": 1, "communicators": [{"name": "world"}, {"name": "self"},
+                                 {"name": "empty", "members": []}, {"name": "bare"}]}
+JSON
+expect 0 "^  \[0\] world: members all ranks \(world always\);" "the summary says world has every rank" -- \
+  "$SEMPI" policy check "$WORK/summary.json"
+grep -qE "^  \[1\] self: members the rank itself \(self always\);" "$WORK/out" ||
+  fail "the summary does not say self has its rank: $(cat "$WORK/out")"
+grep -qE "^  \[2\] empty: members \[\] \(none\);" "$WORK/out" ||
+  fail "the summary does not show an explicit empty member list: $(cat "$WORK/out")"
+grep -qE "^  \[3\] bare: members none \(no 'members'\);" "$WORK/out" ||
+  fail "the summary does not show a missing member list: $(cat "$WORK/out")"
 printf '{"version": 1, "groups": {"io": "0-1"}, "segmentation": [{"between": ["io", "\\u001b]0;pwned\\u0007"]}]}' \
   > "$WORK/escape.json"
 expect 1 'unknown group .\\x1b\]0;pwned\\x07' "names from the file are escaped" -- \
@@ -96,6 +109,19 @@ if grep -q $'\x1b' "$WORK/out"; then fail "policy explain printed a raw escape c
 expect 2 "^  /groups/io/1: range '9-3' is empty" "explain lists the problems one per line" -- \
   "$SEMPI" policy explain "$WORK/bad.json" --from 0 --to 1
 expect 2 "is a directory" "a directory as the file" -- "$SEMPI" policy check "$WORK"
+# Only regular files are read, and at most one byte past the 1 MiB limit: /dev/zero was read
+# until memory ran out, and a FIFO blocked. (timeout: a hang is a failure, not a stuck test.)
+expect 2 "policy file /dev/zero is not a regular file" "a device as the file" -- \
+  timeout 20 "$SEMPI" policy check /dev/zero
+mkfifo "$WORK/policy.fifo"
+expect 2 "is not a regular file" "a FIFO as the file" -- \
+  timeout 20 "$SEMPI" policy check "$WORK/policy.fifo"
+expect 2 "is not a regular file" "explain refuses a FIFO too" -- \
+  timeout 20 "$SEMPI" policy explain "$WORK/policy.fifo" --from 0 --to 1
+truncate -s 64M "$WORK/huge.json"
+expect 1 "huge.json: /: longer than 1048576 bytes, more than a policy may have" \
+  "a file over 1 MiB is a finding, without reading all of it" -- \
+  "$SEMPI" policy check "$WORK/huge.json"
 expect 2 "" "no file" -- "$SEMPI" policy check
 expect 2 "" "unknown option" -- "$SEMPI" policy check "$WORK/bad.json" --bogus
 
@@ -113,13 +139,58 @@ expect 1 "allows collectives barrier; not allreduce" "explain collective deny" -
 expect 1 "^rule: default deny" "explain unnamed communicator" -- \
   "$SEMPI" policy explain "$SEG" --from 0 --to 1 --comm custom
 cat > "$WORK/members.json" <<'JSON'
-{"version": 1, "groups": {"lo": "0-1", "hi": "2-3"},
- "communicators": [{"name": "world"}, {"name": "world.split", "members": ["lo", "hi"]}]}
+{"version": 1, "groups": {"all": "*", "lo": "0-1", "hi": "2-3"},
+ "segmentation": [{"between": ["all", "all"]}],
+ "communicators": [{"name": "world", "collectives": ["comm_create"]},
+                   {"name": "world.split", "members": ["lo", "hi"]}]}
 JSON
 expect 0 "^ALLOW" "explain membership allow" -- \
   "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3
+expect 0 "creation agreement on parent 'world' \(a job of 4 ranks\) is allowed by /communicators/0" \
+  "explain membership reports the parent's creation agreement" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3
 expect 1 "violates /communicators/1/members" "explain membership deny" -- \
   "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 1,2
+# world and self are created by the runtime, with no member check: no DENY for them.
+expect 0 "^NOT CHECKED" "explain --members for world says members are not checked" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world --members 0,1
+expect 0 "not checked for the predefined 'self'" "explain --members for self says so too" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm self --members 3
+# The creation agreement runs on the parent first: a parent without comm_create refuses.
+cat > "$WORK/nocreate.json" <<'JSON'
+{"version": 1, "groups": {"all": "*", "lo": "0-1", "hi": "2-3"},
+ "segmentation": [{"between": ["all", "all"]}],
+ "communicators": [{"name": "world", "collectives": ["barrier"]},
+                   {"name": "world.split", "members": ["lo", "hi"]},
+                   {"name": "custom", "members": "*"}]}
+JSON
+expect 1 "^rule: /communicators/0/collectives" "explain membership names a parent's refusal" -- \
+  "$SEMPI" policy explain "$WORK/nocreate.json" --comm world.split --members 2,3
+grep -q "^DENY (deny_op)" "$WORK/out" || fail "a parent's refusal is not a DENY: $(cat "$WORK/out")"
+expect 1 "^rule: /communicators/0/collectives" "--parent names the parent" -- \
+  "$SEMPI" policy explain "$WORK/nocreate.json" --comm custom --parent world --members 0,1
+expect 0 "^ALLOW" "a name without a dot has no parent to check" -- \
+  "$SEMPI" policy explain "$WORK/nocreate.json" --comm custom --members 0,1
+# --ranks sizes world: in a job of 8, rank 4 cannot reach rank 0 for the agreement.
+cat > "$WORK/segments.json" <<'JSON'
+{"version": 1, "groups": {"red": "0-3", "blue": "4-7"},
+ "segmentation": [{"between": ["red", "red"]}, {"between": ["blue", "blue"]}],
+ "communicators": [{"name": "world", "collectives": ["comm_create"]},
+                   {"name": "world.split", "members": ["red", "blue"]}]}
+JSON
+expect 0 "^ALLOW" "explain membership in a job as large as --members needs" -- \
+  "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 0,1
+expect 1 "needs rank 4 -> rank 0 comm_create traffic" "explain membership in a job of --ranks" -- \
+  "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 0,1 --ranks 8
+expect 2 "beyond a job of 2 ranks" "explain --members beyond --ranks" -- \
+  "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 1,2 --ranks 2
+# The message question's options make no sense with --members, and the reverse.
+expect 2 "--from cannot be combined with --members" "explain --members with --from" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3 --from 0
+expect 2 "--op cannot be combined with --members" "explain --members with --op" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3 --op barrier
+expect 2 "--parent needs --members" "explain --parent without --members" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --from 0 --to 1 --parent world
 expect 2 "unknown operation" "explain bad --op" -- "$SEMPI" policy explain "$SEG" --from 0 --to 1 --op frobnicate
 expect 2 "missing required option --from" "explain without --from" -- "$SEMPI" policy explain "$SEG" --to 1
 

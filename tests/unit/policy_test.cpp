@@ -2,10 +2,15 @@
 // the precompiled per-communicator tables, membership and communicator creation.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/collective_kind.hpp"
 #include "policy/policy.hpp"
 #include "sempi/error.hpp"
+#include "support/temp_dir.hpp"
 
 namespace sempi::policy {
 namespace {
@@ -28,6 +33,31 @@ const char* kIo = R"({"version": 1,
     {"name": "world.split", "members": ["left", "right"], "collectives": "*", "p2p_tags": "*"}],
   "limits": {"max_message_bytes": 5000},
   "audit": {"messages": "digest"}})";
+
+// Policy::validate reports an issue at `path` whose message holds `words`.
+void expect_issue(const char* text, const char* path, const char* words) {
+  const auto issues = Policy::validate(nlohmann::json::parse(text));
+  bool found = false;
+  std::string all;
+  for (const auto& i : issues) {
+    all += i.path + ": " + i.message + "\n";
+    found = found || (i.path == path && i.message.find(words) != std::string::npos);
+  }
+  EXPECT_TRUE(found) << text << "\ngot:\n" << all;
+}
+
+// PolicyDocument::load(path) throws sempi::Error(config) whose message holds `words`.
+std::string load_refused(const std::filesystem::path& path, const std::string& words) {
+  try {
+    (void)PolicyDocument::load(path);
+    ADD_FAILURE() << "accepted " << path;
+    return {};
+  } catch (const Error& e) {
+    EXPECT_EQ(e.error_class(), ErrorClass::config);
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    return e.what();
+  }
+}
 
 TEST(PolicyValidation, DefaultPolicyIsValidAndAllowsEverything) {
   const auto p = Policy::compile(PolicyDocument::default_policy());
@@ -87,16 +117,7 @@ TEST(PolicyValidation, ErrorsNameTheJsonPath) {
       {R"({"version": 1, "communicators": [{"name": "w", "comment": 5}]})",
        "/communicators/0/comment", "must be a string"},
   };
-  for (const auto& c : cases) {
-    const auto issues = Policy::validate(nlohmann::json::parse(c.text));
-    bool found = false;
-    std::string all;
-    for (const auto& i : issues) {
-      all += i.path + ": " + i.message + "\n";
-      found = found || (i.path == c.path && i.message.find(c.words) != std::string::npos);
-    }
-    EXPECT_TRUE(found) << c.text << "\ngot:\n" << all;
-  }
+  for (const auto& c : cases) expect_issue(c.text, c.path, c.words);
   try {
     (void)compile(R"({"version": 1, "mode": "x", "groups": {"a": "2-1"}})");
     ADD_FAILURE() << "accepted";
@@ -138,7 +159,89 @@ TEST(PolicyValidation, DuplicateKeysDeepNestingAndOversizedPoliciesAreRefused) {
   // The canonical text travels in every rank's welcome message.
   refused(R"({"version": 1, "comment": ")" + std::string(kMaxPolicyBytes, 'x') + R"("})",
           "more than the 262144 a job can carry");
-  refused(std::string(kMaxPolicyFileBytes + 1, ' '), "more than a policy may have");
+  refused(std::string(kMaxPolicyFileBytes + 1, ' '),
+          "p.json: longer than 1048576 bytes, more than a policy may have");
+}
+
+// nlohmann reads 99999999999999999999 (no 64-bit integer) as a double, like 1e3 and 1.0: the
+// first is a number out of range, not "not a number"; the others are integers written wrongly.
+TEST(PolicyValidation, HugeIntegersAreOutOfRangeAndFractionsOrExponentsAreNamedAsSuch) {
+  expect_issue(R"({"version": 1, "groups": {"a": 99999999999999999999}})", "/groups/a",
+               "integer 1e+20 is out of range for a rank (0..16777215)");
+  expect_issue(R"({"version": 1, "groups": {"a": [0, -99999999999999999999]}})", "/groups/a/1",
+               "out of range for a rank");
+  expect_issue(
+      R"({"version": 1, "communicators": [{"name": "w", "p2p_tags": [99999999999999999999]}]})",
+      "/communicators/0/p2p_tags/0", "out of range for a tag");
+  expect_issue(R"({"version": 1, "limits": {"max_message_bytes": 99999999999999999999}})",
+               "/limits/max_message_bytes", "out of range for a byte count");
+  expect_issue(R"({"version": 1, "limits": {"max_message_bytes": 1e3}})",
+               "/limits/max_message_bytes", "written without exponent or fraction");
+  expect_issue(R"({"version": 1, "communicators": [{"name": "w", "max_message_bytes": 1e3}]})",
+               "/communicators/0/max_message_bytes", "written without exponent or fraction");
+  expect_issue(R"({"version": 1.0})", "/version", "written without exponent or fraction");
+  expect_issue(R"({"version": 1, "groups": {"a": 2.5}})", "/groups/a",
+               "written without exponent or fraction");
+  expect_issue(R"({"version": 1, "communicators": [{"name": "w", "p2p_tags": [1e2]}]})",
+               "/communicators/0/p2p_tags/0", "written without exponent or fraction");
+}
+
+// from_chars reads a sign: "0--0" was the range 0-0.
+TEST(PolicyValidation, ASignInEitherHalfOfARangeIsRefused) {
+  expect_issue(R"({"version": 1, "groups": {"a": "0--0"}})", "/groups/a", "is not a range");
+  expect_issue(R"({"version": 1, "groups": {"a": ["-0-3"]}})", "/groups/a/0", "is not a range");
+  expect_issue(R"({"version": 1, "groups": {"a": "0-+3"}})", "/groups/a", "is not a range");
+  expect_issue(R"({"version": 1, "groups": {"a": "-0"}})", "/groups/a", "is not a range");
+  expect_issue(R"({"version": 1, "communicators": [{"name": "w", "p2p_tags": ["5--1"]}]})",
+               "/communicators/0/p2p_tags/0", "is not a range");
+  EXPECT_TRUE(Policy::validate(nlohmann::json::parse(
+                                   R"({"version": 1, "groups": {"a": ["0-0", "3", "7-9"]}})"))
+                  .empty());
+}
+
+// A path names the key: "/" and "~" inside a key are escaped (RFC 6901), or the path would
+// point somewhere else.
+TEST(PolicyValidation, DuplicateKeyPathsEscapeSlashAndTildeInKeys) {
+  try {
+    (void)PolicyDocument::parse(R"({"version": 1, "groups": {"a/b~c": {"x": 1, "x": 2}}})",
+                                "p.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(R"(p.json: /groups/a~1b~0c: key "x" appears twice)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(escape_pointer("a/b~c"), "a~1b~0c");
+  EXPECT_EQ(escape_pointer("~1"), "~01");
+}
+
+// /dev/zero never ends and a FIFO blocks until a writer comes: neither is read at all.
+TEST(PolicyFiles, DevicesFifosAndDirectoriesAreRefusedWithoutReading) {
+  load_refused("/dev/zero", "policy file /dev/zero is not a regular file");
+  load_refused("/dev/null", "is not a regular file");
+  test::TempDir dir;
+  const auto fifo = dir.path() / "policy.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  load_refused(fifo, "is not a regular file");
+  load_refused(dir.path(), "is a directory");
+  load_refused(dir.path() / "missing.json", "cannot read policy file");
+  EXPECT_THROW((void)read_policy_file(fifo), Error);
+}
+
+TEST(PolicyFiles, AFileLongerThanTheLimitIsReadOnlyOneBytePastIt) {
+  test::TempDir dir;
+  const auto big = dir.path() / "big.json";
+  std::ofstream(big) << "{}";
+  std::filesystem::resize_file(big, 64 * kMaxPolicyFileBytes);  // sparse: costs no disk
+  EXPECT_EQ(read_policy_file(big).size(), kMaxPolicyFileBytes + 1);
+  const auto what = load_refused(big, "longer than 1048576 bytes, more than a policy may have");
+  // Had the whole file been read, its size would be known (and reported).
+  EXPECT_EQ(what.find(std::to_string(64 * kMaxPolicyFileBytes)), std::string::npos) << what;
+
+  const auto small = dir.path() / "small.json";
+  std::ofstream(small) << R"({"version": 1})";
+  EXPECT_EQ(read_policy_file(small), R"({"version": 1})");
+  EXPECT_FALSE(PolicyDocument::load(small).is_default);
 }
 
 TEST(PolicyValidation, RulesShadowedByAnEarlierPrefixAreReported) {
@@ -250,6 +353,21 @@ TEST(PolicyDecisions, DryRunConnectsEveryoneAndSummaryIsReadable) {
   const auto warnings = compile(kIo).warnings(4);
   ASSERT_FALSE(warnings.empty());
   EXPECT_EQ(warnings[0].path, "/groups/right");
+}
+
+// world and self are created by the runtime with fixed members; an explicit "members": [] is
+// not the same text as a rule that leaves the key out.
+TEST(PolicyDecisions, SummaryTellsFixedEmptyAndMissingMemberListsApart) {
+  const auto summary = compile(R"({"version": 1, "communicators": [
+      {"name": "world"}, {"name": "self"}, {"name": "empty", "members": []}, {"name": "bare"}]})")
+                           .summary(std::nullopt);
+  EXPECT_NE(summary.find("[0] world: members all ranks (world always);"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("[1] self: members the rank itself (self always);"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("[2] empty: members [] (none);"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("[3] bare: members none (no 'members');"), std::string::npos)
+      << summary;
 }
 
 TEST(PolicyNames, PatternsMatchExactPrefixAndStar) {

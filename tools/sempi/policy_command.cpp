@@ -1,8 +1,8 @@
 // `sempi policy`: validate a policy and explain its decisions.
 
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -17,6 +17,10 @@
 
 namespace sempi::tool {
 namespace {
+
+// sempirun's -n limit: check --ranks looks at every pair of ranks, explain --members builds the
+// member list of world.
+constexpr long long kMaxJobRanks = 4096;
 
 constexpr const char* kPolicyUsage =
     "usage: sempi policy <subcommand> [options]\n"
@@ -40,13 +44,20 @@ constexpr const char* kCheckUsage =
 constexpr const char* kExplainUsage =
     "usage: sempi policy explain FILE --from R --to R [--comm NAME] [--op KIND] [--tag T]\n"
     "                            [--bytes B]\n"
-    "       sempi policy explain FILE --comm NAME --members R,R,...\n"
+    "       sempi policy explain FILE --comm NAME --members R,R,... [--parent NAME]\n"
+    "                            [--ranks N]\n"
     "\n"
     "Prints ALLOW or DENY for a message from world rank --from to world rank --to on\n"
     "communicator --comm (default world), operation --op (p2p, or a collective such as\n"
     "allreduce or comm_create; default p2p), tag --tag (default 0) and size --bytes (default\n"
-    "0), followed by the rule that decided. With --members: whether a communicator of that\n"
-    "name may have exactly those world ranks as members (split / dup).\n"
+    "0), followed by the rule that decided.\n"
+    "\n"
+    "With --members: whether a communicator of that name may be created (split / dup) with\n"
+    "exactly those world ranks as members. First the creation agreement (comm_create) on the\n"
+    "parent communicator --parent (default: NAME without its last \".component\"; none if NAME\n"
+    "has no dot): a parent world has the ranks 0..N-1 of a job of --ranks N (default: the\n"
+    "highest rank of --members + 1); another parent is taken to have the --members ranks. Then\n"
+    "the membership. The members of world and self are not checked: it says so (exit 0).\n"
     "\n"
     "Exit status: 0 allowed, 1 denied, 2 bad usage or invalid policy.\n";
 
@@ -57,17 +68,8 @@ bool wants_help(const std::vector<std::string>& args) {
   return false;
 }
 
-std::string read_text(const std::string& path) {
-  // A directory opens, then reads as empty: it would be reported as a syntax error.
-  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
-    throw Error(ErrorClass::config, "policy file " + path + " is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorClass::config, "cannot read policy file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// Regular files only, read up to one byte past the size limit (policy_document.hpp).
+std::string read_text(const std::string& path) { return policy::read_policy_file(path); }
 
 std::string one_file(const CliArgs& cli) {
   if (cli.positional().size() != 1) throw Error(ErrorClass::config, "expected exactly one FILE");
@@ -92,9 +94,7 @@ int run_check(const std::vector<std::string>& args) {
   const std::string file = one_file(cli);
   std::optional<int> ranks;
   if (const auto v = cli.value("--ranks")) {
-    // sempirun's -n limit; the summary looks at every pair of ranks.
-    constexpr long long kMaxCheckedRanks = 4096;
-    ranks = static_cast<int>(parse_integer(*v, 1, kMaxCheckedRanks, "--ranks"));
+    ranks = static_cast<int>(parse_integer(*v, 1, kMaxJobRanks, "--ranks"));
   }
   const std::string text = read_text(file);
   nlohmann::json json;
@@ -135,17 +135,82 @@ int run_check(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// explain --members: what split / dup check on every member, in their order (comm_factory.cpp):
+// the creation agreement on the parent, then the new communicator's members.
+policy::Decision explain_members(const policy::Policy& rules, const CliArgs& cli,
+                                 const std::string& comm, const std::vector<int>& list) {
+  std::optional<std::string> parent = cli.value("--parent");
+  if (parent && parent->empty()) throw Error(ErrorClass::config, "--parent needs a name");
+  if (const auto dot = comm.rfind('.'); !parent && dot != std::string::npos && dot > 0) {
+    parent = comm.substr(0, dot);  // world.split.dup -> world.split
+  }
+  const int highest = *std::max_element(list.begin(), list.end());
+  std::optional<int> ranks;
+  if (const auto v = cli.value("--ranks")) {
+    ranks = static_cast<int>(parse_integer(*v, 1, kMaxJobRanks, "--ranks"));
+    if (highest >= *ranks) {
+      throw Error(ErrorClass::config, "--members names rank " + std::to_string(highest) +
+                                          ", beyond a job of " + std::to_string(*ranks) + " ranks");
+    }
+  }
+  std::string agreement;
+  if (parent) {
+    std::vector<int> parent_members;
+    std::string note;
+    if (*parent == "world") {
+      const long long size = ranks ? *ranks : highest + 1LL;
+      if (size > kMaxJobRanks) {
+        throw Error(ErrorClass::config, "--members names rank " + std::to_string(highest) +
+                                            ", beyond sempirun's limit of " +
+                                            std::to_string(kMaxJobRanks) + " ranks");
+      }
+      parent_members.resize(static_cast<std::size_t>(size));
+      std::iota(parent_members.begin(), parent_members.end(), 0);
+      note = "a job of " + std::to_string(size) + " ranks";
+    } else {
+      // Another parent's members are not known here. A split's members are some of its
+      // parent's, a dup's all of them: --members is the closest stand-in there is.
+      parent_members = list;
+      note = "its members taken to be those of --members";
+    }
+    auto create = rules.check_comm_create(*parent, parent_members);
+    if (!create.allowed) {  // refused before any member set is looked at
+      create.explanation += "\n(parent '" + *parent + "': " + note + ")";
+      return create;
+    }
+    agreement = "the creation agreement on parent '" + *parent + "' (" + note +
+                ") is allowed by " + create.rule + "\n";
+  }
+  auto decision = rules.check_members(comm, list);
+  decision.explanation = agreement + decision.explanation;
+  return decision;
+}
+
 int run_explain(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::fputs(kExplainUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args,
-                    {{"--from", "--to", "--comm", "--op", "--tag", "--bytes", "--members"}, {}});
+  const CliArgs cli(args, {{"--from", "--to", "--comm", "--op", "--tag", "--bytes", "--members",
+                            "--parent", "--ranks"},
+                           {}});
   const std::string file = one_file(cli);
+  const auto members = cli.value("--members");
+  // The two questions take different options: one given to the other question is a mistake,
+  // not something to ignore silently.
+  for (const char* option : {"--from", "--to", "--op", "--tag", "--bytes"}) {
+    if (members && cli.value(option)) {
+      throw Error(ErrorClass::config, std::string(option) + " cannot be combined with --members");
+    }
+  }
+  for (const char* option : {"--parent", "--ranks"}) {
+    if (!members && cli.value(option)) {
+      throw Error(ErrorClass::config, std::string(option) + " needs --members");
+    }
+  }
   const auto rules = policy::Policy::compile(policy::PolicyDocument::parse(read_text(file), file));
   policy::Decision decision;
-  if (const auto members = cli.value("--members")) {
+  if (members) {
     std::vector<int> list;
     std::stringstream s(*members);
     std::string item;
@@ -153,7 +218,19 @@ int run_explain(const std::vector<std::string>& args) {
       list.push_back(static_cast<int>(parse_integer(item, 0, policy::kMaxPolicyRank, "--members")));
     }
     if (list.empty()) throw Error(ErrorClass::config, "--members needs at least one rank");
-    decision = rules.check_members(cli.value("--comm").value_or("world"), list);
+    const std::string comm = cli.value("--comm").value_or("world");
+    if (comm == "world" || comm == "self") {
+      // The runtime creates both itself, with no member check (runtime.cpp): a DENY here
+      // would claim a refusal that never happens.
+      std::fprintf(stdout,
+                   "NOT CHECKED (predefined communicator)\n"
+                   "members are not checked for the predefined '%s': %s\n",
+                   comm.c_str(),
+                   comm == "world" ? "the runtime creates it with every rank of the job"
+                                   : "the runtime creates it on each rank with that rank alone");
+      return kExitOk;
+    }
+    decision = explain_members(rules, cli, comm, list);
   } else {
     policy::MessageQuery q;
     q.from = static_cast<int>(parse_integer(cli.required("--from"), 0, policy::kMaxPolicyRank, "--from"));
