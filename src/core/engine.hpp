@@ -352,7 +352,8 @@ class Engine {
                                                    int tag);
   // Why a receive from `source_world` (or ANY_SOURCE) on `comm` can never be satisfied, if it
   // cannot: the job aborted, the source failed (or finalized), or for ANY_SOURCE every other
-  // member did (as MPI's fault-tolerance extension fails it; a send to itself stays possible).
+  // member did. (This rank could still match it with a send to itself; a program waiting on
+  // that while all its peers are gone is taken for one waiting in vain.)
   std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
   // True if `comm` has members besides this rank and every one of them failed or finalized.
   bool every_other_member_failed(const CommState& comm) const;

@@ -297,7 +297,10 @@ class Launcher::Job {
     }
     // Descendants a rank leaves behind, even outside its process group (setsid), become our
     // children when their parents die, so that the end of the job can end them too.
-    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+      report(std::string("warning: cannot become the subreaper of the ranks' children (") +
+             std::strerror(errno) + "): what a rank leaves running may outlive the job");
+    }
     ensure_standard_fds();
     const auto nofile = raise_fd_limit();
     check_fd_budget();
@@ -619,7 +622,7 @@ class Launcher::Job {
       pollfd p{signals.fd(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(wait.count()));
       for (const int sig : signals.take()) {
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        if (ends_the_job(sig)) {
           stdout_->abandon();
           stderr_->abandon();
           return;
@@ -867,7 +870,10 @@ class Launcher::Job {
       // Nothing was sent: the message (a welcome with a big policy and address table) is too
       // large for the protocol. The job's fault, not the rank's.
       const std::string what = "a bootstrap message for rank " + std::to_string(r) + " is " +
-                               std::to_string(message.dump().size()) + " bytes, more than " +
+                               std::to_string(message.dump(-1, ' ', false,
+                                                           nlohmann::json::error_handler_t::replace)
+                                                  .size()) +
+                               " bytes, more than " +
                                std::to_string(kMaxBootstrapMessage);
       report("error: " + what + " (use a smaller policy or fewer ranks)");
       cause(1, what, true);

@@ -4,7 +4,7 @@
 // timeout or an interrupt.
 //
 // One event-loop thread; poll() over the bootstrap sockets, the output pipes and a self-pipe fed
-// by the SIGCHLD/SIGINT/SIGTERM/SIGHUP handlers. Every wait has a deadline (teardown: abort
+// by the signal handlers (SIGCHLD, the job-ending signals, and SIGUSR1/2 passed on to the ranks). Every wait has a deadline (teardown: abort
 // message, SIGTERM after 2 s, SIGKILL after 2 more). Our own stdout and stderr are written by
 // one OutputWriter thread each, so a reader that stops reading holds up none of that.
 //

@@ -97,10 +97,13 @@ std::string read_policy_file(const std::filesystem::path& path) {
   if (S_ISDIR(st.st_mode)) {
     throw Error(ErrorClass::config, "policy file " + name + " is a directory");
   }
-  if (!S_ISREG(st.st_mode)) {
-    throw Error(ErrorClass::config, "policy file " + name +
-                                        " is not a regular file (a device, FIFO or socket)");
+  // A pipe (--policy <(generate) or /dev/stdin) or a character device is read like a file, the
+  // read bounded below (/dev/zero ends there); a pipe with no writer reads as empty.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+    throw Error(ErrorClass::config,
+                "policy file " + name + " is not a file, a pipe or a character device");
   }
+  if (!S_ISREG(st.st_mode)) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   // st_size is only a hint (0 for /proc files, and the file may grow): read until the end, but
   // never more than one byte past the limit, which is enough for parse_policy_json to refuse it.
   std::string text(kMaxPolicyFileBytes + 1, '\0');

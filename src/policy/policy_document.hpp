@@ -26,9 +26,9 @@ inline constexpr std::size_t kMaxPolicyDepth = 16;
 /// sempi::Error(config) naming `origin` and, for a key, its JSON path.
 nlohmann::json parse_policy_json(const std::string& text, const std::string& origin);
 
-/// Reads a policy file for parse_policy_json: a regular file only (a device such as /dev/zero
-/// never ends, a FIFO blocks), and at most kMaxPolicyFileBytes + 1 bytes, one more than
-/// parse_policy_json accepts. Throws sempi::Error(config) naming the path.
+/// Reads a policy file for parse_policy_json: a regular file, a pipe or a character device (a
+/// device such as /dev/zero never ends: the read is bounded), at most kMaxPolicyFileBytes + 1
+/// bytes, one more than parse_policy_json accepts. Throws sempi::Error(config) naming the path.
 std::string read_policy_file(const std::filesystem::path& path);
 
 /// `key` as one JSON pointer (RFC 6901) component: '~' as "~0", '/' as "~1".

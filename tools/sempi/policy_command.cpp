@@ -18,8 +18,8 @@
 namespace sempi::tool {
 namespace {
 
-// sempirun's -n limit: check --ranks looks at every pair of ranks, explain --members builds the
-// member list of world.
+// sempirun's -n limit (launch::kMaxRanks): check --ranks looks at every pair of ranks, explain
+// --members builds the member list of world.
 constexpr long long kMaxJobRanks = 4096;
 
 constexpr const char* kPolicyUsage =
@@ -157,7 +157,11 @@ policy::Decision explain_members(const policy::Policy& rules, const CliArgs& cli
   if (parent) {
     std::vector<int> parent_members;
     std::string note;
-    if (*parent == "world") {
+    if (comm.size() > 6 && comm.ends_with(".group")) {
+      // MPI_Comm_create_group runs the agreement among the group's members alone.
+      parent_members = list;
+      note = "MPI_Comm_create_group: the agreement runs among the new members only";
+    } else if (*parent == "world") {
       const long long size = ranks ? *ranks : highest + 1LL;
       if (size > kMaxJobRanks) {
         throw Error(ErrorClass::config, "--members names rank " + std::to_string(highest) +
