@@ -1150,7 +1150,10 @@ void Engine::rename_comm(const CommState& comm, const std::string& name) {
     return;
   }
   const CommEntry* entry = find_entry(comm.context);
-  if (entry != nullptr && entry->name == name) return;
+  if (entry != nullptr && entry->name == name) {  // its rules already: nothing to check
+    comm.set_name(name);
+    return;
+  }
   const std::string previous = entry != nullptr ? entry->name : comm.name();
   // A name brings its rule's tags, collectives and sizes: it must also bring its member check,
   // or renaming would let any set of ranks take on another communicator's rules.
