@@ -177,7 +177,8 @@ cat > "$WORK/segments.json" <<'JSON'
 {"version": 1, "groups": {"red": "0-3", "blue": "4-7"},
  "segmentation": [{"between": ["red", "red"]}, {"between": ["blue", "blue"]}],
  "communicators": [{"name": "world", "collectives": ["comm_create"]},
-                   {"name": "world.split", "members": ["red", "blue"]}]}
+                   {"name": "world.split", "members": ["red", "blue"]},
+                   {"name": "world.group", "members": ["red", "blue"]}]}
 JSON
 expect 0 "^ALLOW" "explain membership in a job as large as --members needs" -- \
   "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 0,1
@@ -185,14 +186,8 @@ expect 1 "needs rank 4 -> rank 0 comm_create traffic" "explain membership in a j
   "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 0,1 --ranks 8
 # MPI_Comm_create_group runs the agreement among the new members alone: blue ranks can create
 # world.group in a job of 8 although they cannot reach rank 0.
-cat > "$WORK/group.json" <<'JSON'
-{"version": 1, "groups": {"red": "0-3", "blue": "4-7"},
- "segmentation": [{"between": ["red", "red"]}, {"between": ["blue", "blue"]}],
- "communicators": [{"name": "world", "collectives": ["comm_create"]},
-                   {"name": "world.group", "members": ["red", "blue"]}]}
-JSON
 expect 0 "^ALLOW" "explain membership of a <parent>.group among its members only" -- \
-  "$SEMPI" policy explain "$WORK/group.json" --comm world.group --members 4,5 --ranks 8
+  "$SEMPI" policy explain "$WORK/segments.json" --comm world.group --members 4,5 --ranks 8
 expect 2 "beyond a job of 2 ranks" "explain --members beyond --ranks" -- \
   "$SEMPI" policy explain "$WORK/segments.json" --comm world.split --members 1,2 --ranks 2
 # The message question's options make no sense with --members, and the reverse.
