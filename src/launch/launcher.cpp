@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -95,14 +96,11 @@ constexpr int kJobEndingSignals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
 // (Slurm's --signal) or a user sends the job.
 constexpr int kForwardedSignals[] = {SIGUSR1, SIGUSR2};
 
-bool ends_the_job(int signo) {
-  return std::find(std::begin(kJobEndingSignals), std::end(kJobEndingSignals), signo) !=
-         std::end(kJobEndingSignals);
+bool listed(std::span<const int> signals, int signo) {
+  return std::find(signals.begin(), signals.end(), signo) != signals.end();
 }
-bool is_forwarded(int signo) {
-  return std::find(std::begin(kForwardedSignals), std::end(kForwardedSignals), signo) !=
-         std::end(kForwardedSignals);
-}
+bool ends_the_job(int signo) { return listed(kJobEndingSignals, signo); }
+bool is_forwarded(int signo) { return listed(kForwardedSignals, signo); }
 
 // The self-pipe: SIGCHLD and the signals above become bytes the event loop polls for. SIGPIPE is
 // ignored so a vanished reader of our stdout cannot kill the launcher.
