@@ -199,6 +199,33 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
   }
 }
 
+void Engine::release_unexpected(Peer& peer, const Unexpected& message) {
+  account_unexpected(peer, -message.budget_cost());
+  if (!message.rendezvous) owe_credit(peer, Unexpected::eager_cost(message.bytes));
+}
+
+bool Engine::take_eager_credit(Peer& peer, std::uint64_t bytes) {
+  const std::uint64_t cost = Unexpected::eager_cost(bytes);
+  const std::uint64_t credit = peer.channel_->peer_limits().max_unexpected_bytes / 2;
+  // Empty messages cannot go by rendezvous (an RTS announces at least one byte): they go
+  // eagerly and may overdraw, into the half of the budget kept for entries.
+  if (bytes > 0 && cost > credit - std::min(credit, peer.credit_lent_)) return false;
+  peer.credit_lent_ += cost;
+  return true;
+}
+
+void Engine::owe_credit(Peer& peer, std::uint64_t cost) {
+  peer.credit_owed_ += cost;
+  // In batches: one small frame per eighth of the budget, not one per message. Never after our
+  // GOODBYE (the peer then accepts nothing but DENY and ABORT): it sends no more after its own.
+  if (!peer.channel_ || goodbye_sent_ ||
+      peer.credit_owed_ < peer.channel_->local_limits().max_unexpected_bytes / 8) {
+    return;
+  }
+  send_control(peer, FrameType::credit, peer.credit_owed_);
+  peer.credit_owed_ = 0;
+}
+
 void Engine::send_control(Peer& peer, FrameType type, std::uint64_t aux) {
   if (!peer.channel_ || peer.failed_) return;
   FrameHeader header;
@@ -393,7 +420,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
   header.source = static_cast<std::uint32_t>(config_.world_rank);
   header.tag = tag;
   std::uint64_t id = 0;  // the frame's channel sequence: the message id in the audit log
-  if (bytes <= config_.eager_limit) {
+  if (bytes <= config_.eager_limit && take_eager_credit(*peer, bytes)) {
     header.type = FrameType::eager;
     // Fast path: a small frame that TLS takes at once (or the channel copies) completes the
     // send here, with no queued completion to allocate.
@@ -416,8 +443,9 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
                                    });
     }
   } else {
-    // Rendezvous: announce the size; the data follows the receiver's CTS, straight from the
-    // user's buffer. Completion therefore also proves the receive matched (ssend semantics).
+    // Rendezvous (large, or no eager credit left): announce the size; the data follows the
+    // receiver's CTS, straight from the user's buffer. Completion therefore also proves the
+    // receive matched (ssend semantics).
     header.type = FrameType::rts;
     header.aux = bytes;
     id = peer->channel_->enqueue(header, {}, nullptr);
@@ -473,7 +501,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
                    ? nullptr
                    : peers_[static_cast<std::size_t>(message.source)].get();
   if (message.rendezvous) {
-    if (peer != nullptr) account_unexpected(*peer, -message.budget_cost());
+    if (peer != nullptr) release_unexpected(*peer, message);
     if (peer == nullptr || peer->failed_) {
       complete(*request, ErrorClass::peer_failed,
                "rank " + std::to_string(message.source) + " failed before sending its data");
@@ -485,7 +513,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
   }
   copy_bytes(request->buffer, message.data.get(),
               std::min<std::size_t>(message.bytes, request->capacity));
-  if (peer != nullptr) account_unexpected(*peer, -message.budget_cost());
+  if (peer != nullptr) release_unexpected(*peer, message);
   if (message.synchronous) {
     if (peer != nullptr) {
       send_control(*peer, FrameType::sync_ack, message.sync_id);
@@ -1040,6 +1068,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     for (auto& peer : peers_) {
       if (peer && peer->channel_ && !peer->failed_) send_control(*peer, FrameType::goodbye, 0);
     }
+    goodbye_sent_ = true;
   }
   // Drained: our queues are flushed, and every peer said goodbye (or failed), so everything it
   // sent before, refusals included, has been read, decided and audited. A paused peer's
@@ -1336,7 +1365,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
     if (message.source == config_.world_rank) continue;
     Peer* peer = peers_[static_cast<std::size_t>(message.source)].get();
     if (peer == nullptr || peer->failed_) continue;
-    account_unexpected(*peer, -message.budget_cost());
+    release_unexpected(*peer, message);
     if (message.rendezvous) {
       send_deny(*peer, message.rendezvous_id, false, message.refusal);
     } else if (message.synchronous) {
@@ -1524,6 +1553,8 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
   if (header.length == 0 && out_of_place(header)) return errc::frame_unexpected;
   switch (header.type) {
     case FrameType::eager: {
+      // Its sender's credit comes back now, unless it stays queued (release_unexpected then).
+      const std::uint64_t cost = Unexpected::eager_cost(header.length);
       if (header.length == 0) {
         inflight_admit_ = e.admit(*this, header);
         if (cut_off()) return errc::frame_unexpected;
@@ -1542,6 +1573,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         if ((header.flags & flags::kSynchronous) != 0) {
           e.send_deny(*this, header.aux, true, last_refusal_);
         }
+        e.owe_credit(*this, cost);
         return {};
       }
       if (inflight_admit_ == Admit::allow) {
@@ -1567,7 +1599,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         // A receive posted while this payload was being read must get it: it is the earliest
         // matching message, and a later one must not overtake it.
         e.offer_unexpected(std::move(message));
+        return {};
       }
+      e.owe_credit(*this, cost);
       return {};
     }
     case FrameType::rts: {
@@ -1679,6 +1713,14 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     }
     case FrameType::goodbye:
       said_goodbye_ = true;
+      return {};
+    case FrameType::credit:
+      if (header.aux == 0 || header.aux > credit_lent_) {
+        violation_ = "CREDIT returning " + std::to_string(header.aux) + " bytes of " +
+                     std::to_string(credit_lent_) + " lent";
+        return errc::frame_unexpected;
+      }
+      credit_lent_ -= header.aux;
       return {};
     case FrameType::abort:
       e.abort_job("rank " + std::to_string(world_rank_) + " aborted: " +

@@ -21,6 +21,21 @@
 // Every blocking wait has a way out: a failed channel fails the operations that depend on its
 // peer, and a job abort (from the launcher, or the launcher's death) fails all of them.
 //
+// Eager credit (flow control)
+//  * A receiver holds at most its unexpected budget (HELLO's max_unexpected_bytes) of one
+//    peer's unmatched messages; past it, it stops reading that peer. A frame behind the
+//    unmatched ones (a message the receiver waits for, a CTS, a SYNC_ACK) would then never
+//    be read, and a correct program would stall. So a sender sends eagerly only within credit:
+//    half the receiver's budget, counted in what each message holds there (Unexpected::
+//    eager_cost). Past it, messages go by rendezvous, whose RTS holds only an entry at the
+//    receiver; the other half of the budget is for those. Empty messages always go eagerly
+//    (an RTS announces at least one byte).
+//  * The receiver gives credit back (CREDIT frames, in batches of an eighth of its budget) for
+//    every EAGER frame once it no longer holds it: matched on arrival, refused, or received
+//    from the unexpected queue. A CREDIT for more than is lent is a protocol violation.
+//  * Backpressure stays, against peers that ignore credit; a correct program now meets it only
+//    with more than ~half the budget / 256 unmatched rendezvous requests from one peer.
+//
 // Policy (src/policy) and audit (src/audit) hooks
 //  * Every communicator is registered (register_comm) with its rules precompiled for this rank
 //    (policy::CommDecisions, in comms_, keyed by context / 2). The hot-path check is a hash
@@ -236,13 +251,15 @@ class Engine {
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
     /// which hold no payload here) still reaches the limit.
     static constexpr std::uint64_t kEntryCost = 256;
+    /// What an EAGER message of `bytes` holds while unexpected: what its sender's credit counts.
+    [[nodiscard]] static std::uint64_t eager_cost(std::uint64_t bytes) {
+      return PayloadPool::capacity_for(static_cast<std::size_t>(bytes)) + kEntryCost;
+    }
     [[nodiscard]] std::span<std::uint8_t> payload() const {
       return {data.get(), rendezvous ? 0 : static_cast<std::size_t>(bytes)};
     }
     [[nodiscard]] std::int64_t budget_cost() const {
-      return static_cast<std::int64_t>(
-          (rendezvous ? 0 : PayloadPool::capacity_for(static_cast<std::size_t>(bytes))) +
-          kEntryCost);
+      return static_cast<std::int64_t>(rendezvous ? kEntryCost : eager_cost(bytes));
     }
   };
   struct RecvRendezvous {
@@ -298,6 +315,8 @@ class Engine {
     std::string failure_;
     std::uint64_t unexpected_bytes_ = 0;
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
+    std::uint64_t credit_lent_ = 0;  // eager cost sent to it, not yet given back (CREDIT)
+    std::uint64_t credit_owed_ = 0;  // eager cost of its messages we no longer hold, unreturned
     std::string violation_;
     std::uint32_t refusals_ = 0;  // its messages the policy refused
     policy::Verdict last_refusal_ = policy::Verdict::allow;  // why its latest frame was refused
@@ -368,6 +387,12 @@ class Engine {
   void fail_peer(Peer& peer, const std::string& reason);
   void abort_job(const std::string& reason);
   void account_unexpected(Peer& peer, std::int64_t delta);
+  // An unexpected message leaves the queue: its budget is freed, its credit owed back.
+  void release_unexpected(Peer& peer, const Unexpected& message);
+  // True (and the credit taken) if an EAGER of `bytes` fits the peer's credit now.
+  bool take_eager_credit(Peer& peer, std::uint64_t bytes);
+  // Notes credit to give back to `peer`, and sends it once a batch is due.
+  void owe_credit(Peer& peer, std::uint64_t cost);
   void handle_bootstrap_message(const nlohmann::json& message);
   /// Handles every complete message bootstrap_reader_ holds; a malformed one's error.
   std::error_code handle_buffered_bootstrap_messages();
@@ -437,6 +462,7 @@ class Engine {
   std::atomic<bool> finalize_ok_{false};
   std::string abort_reason_;
   std::atomic<bool> aborted_{false};
+  bool goodbye_sent_ = false;  // (mu_) after GOODBYE a peer accepts only DENY and ABORT from us
   // Scratch for progress(); only the token holder touches them.
   std::vector<pollfd> poll_fds_;
   std::vector<Peer*> polled_peers_;

@@ -63,6 +63,7 @@ const char* frame_type_name(FrameType type) noexcept {
     case FrameType::goodbye: return "GOODBYE";
     case FrameType::abort: return "ABORT";
     case FrameType::deny: return "DENY";
+    case FrameType::credit: return "CREDIT";
   }
   return "UNKNOWN";
 }

@@ -15,7 +15,8 @@
 //      20    4 reserved     must be zero
 //      24    8 sequence     per channel and direction, starts at 0 (HELLO), +1 per frame
 //      32    8 length       payload bytes in this frame
-//      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA/DENY: rendezvous id)
+//      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA/DENY: rendezvous id;
+//                           CREDIT: bytes of eager credit returned)
 
 #include <array>
 #include <cstddef>
@@ -41,8 +42,9 @@ enum class FrameType : std::uint8_t {
   deny = 10,     // the receiver's policy refused a message: `aux` is the RTS's rendezvous id, or
                  // with flag kSynchronous the synchronous EAGER's sync id; payload: a short
                  // UTF-8 reason. The sender fails that request with ErrorClass::policy.
+  credit = 11,   // the receiver freed `aux` bytes of eager credit (see core/engine.hpp)
 };
-inline constexpr std::uint8_t kMaxFrameType = 10;
+inline constexpr std::uint8_t kMaxFrameType = 11;
 
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)

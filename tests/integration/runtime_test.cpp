@@ -112,6 +112,19 @@ TEST(PointToPointLimits, UnexpectedDataStaysWithinThePerPeerBudget) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
+// More unmatched data from one peer than the budget, ahead of the messages the receiver waits
+// for: the sender's eager credit keeps the receiver reading. Over TCP and shared rings alike.
+TEST(PointToPointLimits, UnmatchedDataBeyondTheBudgetDoesNotStallACorrectProgram) {
+  for (const char* transport : {"shm", "tcp"}) {
+    const auto result =
+        run(2, "overbudget",
+            {"--timeout", "60", "-x", "SEMPI_MAX_UNEXPECTED_BYTES=1048576", "-x",
+             std::string("SEMPI_LOCAL_TRANSPORT=") + transport},
+            120s);
+    EXPECT_EQ(result.exit_code, 0) << transport << "\n" << result.output;
+  }
+}
+
 // A peer that filled this rank's unexpected-data budget (so it is no longer read) and then
 // reset its connection while staying alive: the loss must still be noticed, not polled forever.
 TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {

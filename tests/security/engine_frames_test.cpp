@@ -38,8 +38,9 @@ constexpr int kTag = 7;
 class EngineUnderAttack {
  public:
   explicit EngineUnderAttack(const EstablishedPeer::ServerTweak& tweak = {},
-                             std::shared_ptr<const policy::Policy> policy = nullptr)
-      : peer_(tweak) {
+                             std::shared_ptr<const policy::Policy> policy = nullptr,
+                             const transport::ChannelLimits& rank1_limits = {})
+      : peer_(tweak, {}, rank1_limits) {
     std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
     channels.emplace_back();
     channels.push_back(peer_.server.take_channel());
@@ -103,17 +104,22 @@ class EngineUnderAttack {
                    const std::function<void()>& between) {
     send_header(h, payload.size());
     wait_until_delivered();
-    // The engine reads and handles a round's frames under its lock: once rank 0's socket is
-    // empty, the header has been handled, and the next call into the engine comes after it.
+    until_rank0_read();
+    between();
+    ASSERT_TRUE(peer_.client.write(payload));
+  }
+
+  /// Drives rank 0's progress (bounded) until its socket is empty. The engine reads and
+  /// handles a round's frames under its lock: once the socket is empty, what rank 1 sent has
+  /// been handled, and the next call into the engine comes after it.
+  void until_rank0_read() {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     int unread = 1;
     while (::ioctl(server_fd_, FIONREAD, &unread) == 0 && unread > 0 &&
            std::chrono::steady_clock::now() < give_up) {
       (void)engine_->iprobe(*world_, false, ANY_SOURCE, ANY_TAG);  // a progress round
     }
-    ASSERT_EQ(unread, 0) << "rank 0 never read the header";
-    between();
-    ASSERT_TRUE(peer_.client.write(payload));
+    ASSERT_EQ(unread, 0) << "rank 0 never read what rank 1 sent";
   }
 
   /// Waits for the request, bounded: if the engine never completes it, rank 1's socket is shut
@@ -245,6 +251,15 @@ const std::vector<HostileCase>& hostile_cases() {
        "DENY for unknown transfer 99"},
       // Start-up frames, sizes and payloads out of place.
       {"HelloAfterStartUp", [](auto& r) { r.send(FT::hello); }, "HELLO frame after start-up"},
+      // Eager credit: only what rank 0 lent can come back, and not after GOODBYE.
+      {"CreditNeverLent", [](auto& r) { r.send(FT::credit, {}, 1); },
+       "CREDIT returning 1 bytes of 0 lent"},
+      {"EmptyCredit", [](auto& r) { r.send(FT::credit, {}, 0); },
+       "CREDIT returning 0 bytes of 0 lent"},
+      {"CreditAfterGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::credit, {}, 1); },
+       "CREDIT frame after GOODBYE"},
+      {"PayloadOnCredit", [](auto& r) { r.send(FT::credit, kPayload, 1); },
+       "unexpected payload on CREDIT frame"},
       // The header alone: refused before its payload, which would then meet a closed socket.
       {"EagerAboveTheEagerLimit",
        [](auto& r) {
@@ -380,6 +395,77 @@ TEST(EngineFrames, AnUnexpectedBudgetOfZeroStillDeliversEveryMessage) {
     ASSERT_EQ(request->status.error, ErrorClass::success) << request->error_message;
     EXPECT_EQ(std::string(buffer.data()), "secret");
   }
+}
+
+// What an eager message holds at its receiver, and so what it takes of its sender's credit.
+std::uint64_t eager_cost(std::size_t bytes) {
+  return detail::PayloadPool::capacity_for(bytes) + 256;
+}
+
+// Rank 0 sends eagerly only within the credit rank 1's budget grants (half of it, counted as
+// rank 1 holds each message); past it, by rendezvous, whose RTS holds only a small entry
+// there. A CREDIT from rank 1 gives credit back, and eager sends resume.
+TEST(EngineFrames, EagerSendsStayWithinTheReceiversCredit) {
+  constexpr std::uint64_t kBudget = 64 * 1024;
+  constexpr std::size_t kSize = 4096;
+  const std::uint64_t cost = eager_cost(kSize);
+  const int within_credit = static_cast<int>(kBudget / 2 / cost);
+  EngineUnderAttack rank0({}, nullptr, transport::ChannelLimits{64ull << 20, kBudget});
+  const std::vector<std::uint8_t> message(kSize, 'm');
+  std::vector<std::shared_ptr<detail::RequestState>> sends;
+  const auto send_one = [&] {
+    sends.push_back(rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, message.data(),
+                                         kSize, 1, kTag, /*synchronous=*/false));
+  };
+  std::uint64_t sequence = 1;  // 0 was HELLO
+  const auto next_frame = [&] {
+    std::vector<std::uint8_t> payload;
+    FrameHeader h;
+    EXPECT_TRUE(rank0.client().read_frame(payload, sequence++, &h));
+    return h.type;
+  };
+  for (int i = 0; i < within_credit + 2; ++i) send_one();
+  for (int i = 0; i < within_credit; ++i) ASSERT_EQ(next_frame(), FrameType::eager) << i;
+  EXPECT_EQ(next_frame(), FrameType::rts);
+  EXPECT_EQ(next_frame(), FrameType::rts);
+  rank0.send(FrameType::credit, {}, cost);  // one message's worth
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  send_one();
+  EXPECT_EQ(next_frame(), FrameType::eager);
+  send_one();
+  EXPECT_EQ(next_frame(), FrameType::rts);
+}
+
+// Rank 0 gives rank 1's credit back for each eager message it no longer holds, received from
+// the unexpected queue or matched on arrival, in CREDIT frames of at least an eighth of its
+// budget.
+TEST(EngineFrames, ReceivedEagerMessagesGiveTheirCreditBack) {
+  constexpr std::uint64_t kBudget = 16 * 1024;
+  const std::uint64_t cost = eager_cost(kPayload.size());
+  const std::uint64_t batch = (kBudget / 8 + cost - 1) / cost;  // messages per CREDIT
+  ASSERT_GE(batch, 2u);
+  EngineUnderAttack rank0(
+      [](transport::LocalEndpoint& local) { local.hello.limits.max_unexpected_bytes = kBudget; });
+  std::array<char, 16> buffer{};
+  for (std::uint64_t i = 0; i + 1 < batch; ++i) rank0.send(FrameType::eager, kPayload);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  for (std::uint64_t i = 0; i + 1 < batch; ++i) {
+    auto request =
+        rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+    rank0.wait(*request);
+    ASSERT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+  }
+  auto last = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.send(FrameType::eager, kPayload);
+  rank0.wait(*last);
+  ASSERT_EQ(last->status.error, ErrorClass::success) << last->error_message;
+  std::vector<std::uint8_t> payload;
+  FrameHeader credit;
+  ASSERT_TRUE(rank0.client().read_frame(payload, 1, &credit));
+  EXPECT_EQ(credit.type, FrameType::credit);
+  EXPECT_EQ(credit.aux, batch * cost);
 }
 
 // The peer's policy may refuse a message of ours that it reads while draining after its

@@ -70,11 +70,13 @@ struct EstablishedPeer {
   RawTlsClient client;
   transport::ChannelError accepted;
 
-  /// The tweaks may change the server's endpoint and the client's options before they connect.
+  /// The tweaks may change the server's endpoint and the client's options before they connect;
+  /// `client_limits` are what the client's HELLO announces.
   explicit EstablishedPeer(const ServerTweak& server_tweak = {},
-                           const ClientTweak& client_tweak = {})
+                           const ClientTweak& client_tweak = {},
+                           const transport::ChannelLimits& client_limits = {})
       : server(server_endpoint(server_tweak)), client(server.endpoint(), client_options(client_tweak)) {
-    establish();
+    establish(client_limits);
   }
   transport::Channel* channel() { return server.channel(); }
 
@@ -89,9 +91,10 @@ struct EstablishedPeer {
     if (tweak) tweak(options);
     return options;
   }
-  void establish() {
+  void establish(const transport::ChannelLimits& client_limits) {
     EXPECT_TRUE(client.handshake());
     transport::Hello hello;
+    hello.limits = client_limits;
     hello.job = job.ca().job();
     hello.rank = 1;
     hello.world_size = job.world_size();

@@ -72,16 +72,19 @@ TEST(FrameHeader, RejectsUnknownTypes) {
   }
 }
 
-TEST(FrameHeader, DenyIsTheHighestKnownType) {
-  // DENY (policy refusal, answered instead of CTS / SYNC_ACK) must decode; the next must not.
-  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::deny));
-  auto h = sample();
-  h.type = FrameType::deny;
-  h.length = 12;
-  FrameHeader out;
-  ASSERT_FALSE(decode(encode_frame_header(h), 42, out));
-  EXPECT_EQ(out.type, FrameType::deny);
+TEST(FrameHeader, CreditIsTheHighestKnownType) {
+  // DENY and CREDIT (eager credit given back) must decode; the next type must not.
+  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::credit));
+  for (const FrameType type : {FrameType::deny, FrameType::credit}) {
+    auto h = sample();
+    h.type = type;
+    h.length = 12;
+    FrameHeader out;
+    ASSERT_FALSE(decode(encode_frame_header(h), 42, out));
+    EXPECT_EQ(out.type, type);
+  }
   EXPECT_STREQ(frame_type_name(FrameType::deny), "DENY");
+  EXPECT_STREQ(frame_type_name(FrameType::credit), "CREDIT");
 }
 
 TEST(FrameHeader, RejectsUnknownFlagsAndReservedBits) {

@@ -432,8 +432,9 @@ void check_environment(const sempi::Communicator& world) {
 }
 
 // A sender far ahead of its receiver: unexpected data must stay bounded by the per-peer budget
-// (SEMPI_MAX_UNEXPECTED_BYTES, set small by the test), the rest waits in the sender (TCP
-// backpressure), and everything still arrives intact once the receiver catches up.
+// (SEMPI_MAX_UNEXPECTED_BYTES, set small by the test), the rest waits in the sender (sent by
+// rendezvous once its eager credit is spent), and everything still arrives intact once the
+// receiver catches up.
 void backpressure(const sempi::Communicator& world) {
   const int rank = world.rank();
   constexpr int kMessages = 1500;
@@ -472,6 +473,41 @@ void backpressure(const sempi::Communicator& world) {
   }
 }
 
+// A correct program with more unmatched data from one peer than the receiver's budget
+// (SEMPI_MAX_UNEXPECTED_BYTES=1048576, set by the test) ahead of the messages it waits for: a
+// small one, a synchronous one and a large one. Rank 1 must stay within its eager credit, so
+// that rank 0 keeps reading it and reaches them: without credit, rank 0 stopped reading rank 1
+// at the budget and the job waited until its timeout.
+void over_budget(const sempi::Communicator& world) {
+  constexpr int kMessages = 200;
+  constexpr int kInts = 4096;  // 16 KiB each, eager: 3.2 MiB unmatched against a 1 MiB budget
+  if (world.size() < 2) return;
+  if (world.rank() == 1) {
+    std::vector<std::vector<int>> out;
+    for (int i = 0; i < kMessages; ++i) out.emplace_back(kInts, i);
+    std::vector<sempi::Request> requests;
+    for (auto& m : out) requests.push_back(world.isend(m, 0, 21));
+    world.send(7, 0, 22);
+    world.ssend(8, 0, 23);
+    world.send(std::vector<int>(1 << 20, 9), 0, 24);  // 4 MiB: rendezvous
+    sempi::Request::wait_all(requests);
+  } else if (world.rank() == 0) {
+    int value = 0;
+    world.recv(value, 1, 22);
+    CHECK(value == 7);
+    world.recv(value, 1, 23);
+    CHECK(value == 8);
+    std::vector<int> large(1 << 20);
+    world.recv(large, 1, 24);
+    CHECK(large.front() == 9 && large.back() == 9);
+    std::vector<int> in(kInts);
+    for (int i = 0; i < kMessages; ++i) {
+      world.recv(in, 1, 21);
+      CHECK(in.front() == i && in.back() == i);
+    }
+  }
+}
+
 // The connected TCP socket of a 2-rank job's only channel (the bootstrap socket is AF_UNIX).
 int channel_socket() {
   for (int fd = 3; fd < 1024; ++fd) {
@@ -492,14 +528,18 @@ int channel_socket() {
 // test), so rank 0 stops reading it, then resets the connection and stays alive. Rank 0 must
 // still notice the loss: its pending receive fails. Two FIFOs in DIR order the steps.
 void reset_while_paused(const sempi::Communicator& world, const std::string& dir) {
-  constexpr int kInts = 8192;  // 32 KiB: eager; two of them fill the budget
+  // 32 KiB each: past the eager credit (half the budget), so each goes by rendezvous, and its
+  // RTS holds 256 bytes of the budget: the 256th (tag 355) fills it.
+  constexpr int kInts = 8192;
+  constexpr int kMessages = 300;
+  constexpr int kFillingTag = 100 + 255;
   if (world.rank() == 1) {
     const int reset_now = ::open((dir + "/reset").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     CHECK(reset_now >= 0);
     std::vector<std::vector<int>> out;
-    for (int i = 0; i < 64; ++i) out.emplace_back(kInts, i);
+    for (int i = 0; i < kMessages; ++i) out.emplace_back(kInts, i);
     std::vector<sempi::Request> requests;
-    for (int i = 0; i < 64; ++i) requests.push_back(world.isend(out[i], 0, 100 + i));
+    for (int i = 0; i < kMessages; ++i) requests.push_back(world.isend(out[i], 0, 100 + i));
     // Keep sending (progress) until rank 0 says it has stopped reading.
     char byte = 0;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -527,9 +567,11 @@ void reset_while_paused(const sempi::Communicator& world, const std::string& dir
     expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.recv(value, 0, 7); });
     for (auto& r : requests) r.cancel();
   } else {
-    // The second message is unexpected too: 64 KiB held, rank 1 is no longer read.
-    while (!world.iprobe(1, 101).has_value()) {
+    // 64 KiB held: rank 1 is no longer read, so the RTS behind stays unread however long
+    // this rank progresses (rank 1 wrote them all before it started waiting).
+    while (!world.iprobe(1, kFillingTag).has_value()) {
     }
+    for (int i = 0; i < 2000; ++i) CHECK(!world.iprobe(1, kFillingTag + 1).has_value());
     const int reset_now = ::open((dir + "/reset").c_str(), O_WRONLY | O_CLOEXEC);
     CHECK(reset_now >= 0 && ::write(reset_now, "r", 1) == 1);
     int value = 0;
@@ -645,11 +687,13 @@ int main(int argc, char** argv) {
       {"split", split_and_dup},           {"requests", many_requests},
       {"threads", threads},               {"edge", edge_cases},
       {"backpressure", backpressure},     {"sidechannel", side_channel},
-      {"keyheap", key_heap}};
+      {"keyheap", key_heap},              {"overbudget", over_budget}};
   for (const auto& [name, check] : checks) {
     if (scenario != "all" && scenario != name) continue;
-    // backpressure needs a small budget, keyheap a launcher (a singleton holds no key): own tests
-    if (scenario == "all" && (name == "backpressure" || name == "keyheap")) continue;
+    // backpressure and overbudget need a small budget, keyheap a launcher (a singleton holds no key): own tests
+    if (scenario == "all" && (name == "backpressure" || name == "keyheap" || name == "overbudget")) {
+      continue;
+    }
     // Each check on its own communicator, as MPI libraries isolate themselves: nothing orders
     // the checks, so a rank already in the next one could otherwise send a message that a
     // wildcard receive of this one matches (it happened: "requests" sends tag 5 to rank 0,
