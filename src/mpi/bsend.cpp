@@ -47,6 +47,12 @@ void reap(AttachedBuffer& b, bool all) noexcept {
 // there; throws MPI_ERR_BUFFER if no stretch does.
 void buffered_send(const Communicator& comm, const void* buf, int count, const TypeMap& type,
                    int dest, int tag) {
+  if (dest == MPI_PROC_NULL) {
+    // Sends and keeps nothing, so it needs no buffer and no space (as in Open MPI); the checks
+    // every send makes (tag, communicator) still apply.
+    static_cast<void>(comm.isend_bytes(nullptr, 0, dest, tag));
+    return;
+  }
   const SendBuffer data(buf, count, type);
   const std::size_t length = data.bytes + MPI_BSEND_OVERHEAD;
   std::lock_guard lock(g_mu);
@@ -66,7 +72,6 @@ void buffered_send(const Communicator& comm, const void* buf, int count, const T
   std::byte* copy = b.base + offset;
   if (data.bytes > 0) std::memcpy(copy, data.ptr, data.bytes);
   Request r = comm.isend_bytes(copy, data.bytes, dest, tag);
-  if (r.is_null()) return;  // MPI_PROC_NULL: nothing to keep
   // A failure the send knows at once (e.g. the policy refuses it) is reported now.
   static_cast<void>(r.test());
   b.messages.insert(next, Buffered{offset, length, std::move(r)});

@@ -64,6 +64,13 @@ static void buffered_ring(int rank, int left, int right) {
   CHECK(error_class_of(MPI_Bsend(out[0], 1, MPI_INT, right, 0, MPI_COMM_WORLD)) ==
         MPI_ERR_BUFFER);
 #endif
+  /* ... but a send to MPI_PROC_NULL sends and keeps nothing: it needs no buffer. */
+  CHECK_MPI(MPI_Bsend(out[0], kCount, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+  MPI_Request null_ibsend;
+  CHECK_MPI(MPI_Ibsend(out[0], kCount, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &null_ibsend));
+  CHECK_MPI(MPI_Wait(&null_ibsend, MPI_STATUS_IGNORE));
+  CHECK(error_class_of(MPI_Bsend(out[0], 1, MPI_INT, MPI_PROC_NULL, -5, MPI_COMM_WORLD)) ==
+        MPI_ERR_TAG);
 }
 
 /* Space stays taken until the message is sent: rank 0 buffers a message too large to go out
@@ -84,6 +91,8 @@ static void buffer_full(int rank) {
     const int one = 1;
     CHECK(error_class_of(MPI_Bsend(&one, 1, MPI_INT, 1, 6, MPI_COMM_WORLD)) == MPI_ERR_BUFFER);
 #endif
+    /* A full buffer does not matter to MPI_PROC_NULL. */
+    CHECK_MPI(MPI_Bsend(large, kLarge, MPI_BYTE, MPI_PROC_NULL, 6, MPI_COMM_WORLD));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     void* detached = NULL;
     int detached_size = 0;
