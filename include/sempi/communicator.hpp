@@ -115,6 +115,9 @@ class Communicator {
   Request isend(const std::vector<T>& data, int dest, int tag) const {
     return isend(data.data(), to_count(data.size()), dest, tag);
   }
+  /// The request reads the vector until it completes: a temporary would be gone by then.
+  template <Builtin T>
+  Request isend(std::vector<T>&& data, int dest, int tag) const = delete;
   template <Builtin T>
   Request issend(const T* buf, int count, int dest, int tag) const {
     return issend_bytes(buf, detail::checked_bytes(buf, count, "issend"), dest, tag);

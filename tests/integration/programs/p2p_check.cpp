@@ -431,6 +431,15 @@ void check_environment(const sempi::Communicator& world) {
   CHECK(::prctl(PR_GET_DUMPABLE) == (wanted ? 1 : 0));
 }
 
+// isend reads its vector until the request completes: a temporary one, gone at the end of the
+// statement, must not compile; a named one must.
+template <class Data>
+concept Isendable = requires(const sempi::Communicator& c, Data&& data) {
+  c.isend(std::forward<Data>(data), 1, 0);
+};
+static_assert(!Isendable<std::vector<int>>);  // an rvalue
+static_assert(Isendable<const std::vector<int>&> && Isendable<std::vector<int>&>);
+
 // A sender far ahead of its receiver: unexpected data must stay bounded by the per-peer budget
 // (SEMPI_MAX_UNEXPECTED_BYTES, set small by the test), the rest waits in the sender (sent by
 // rendezvous once its eager credit is spent), and everything still arrives intact once the
