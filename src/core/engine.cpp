@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/printable.hpp"
 #include "sempi/constants.hpp"
 
 namespace sempi::detail {
@@ -37,6 +38,12 @@ const std::string kCutOffAsHostile = std::to_string(Engine::kRefusalsBeforeCutof
 constexpr int kPolicyAbortCode = 1;
 
 std::atomic<bool> g_skip_sender_checks{false};
+
+// A reason a peer sent (DENY, ABORT): it ends up in error messages printed on terminals, so a
+// peer's control characters cannot recolour them or forge lines of their own.
+std::string peer_text(std::span<const std::uint8_t> payload) {
+  return printable({reinterpret_cast<const char*>(payload.data()), payload.size()});
+}
 
 using policy::Verdict;
 
@@ -1693,8 +1700,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     case FrameType::deny: {
       // The peer's policy refused our message: fail that request instead of waiting forever.
       const std::string why = "rank " + std::to_string(world_rank_) +
-                              " refused the message by policy: " +
-                              std::string(payload.begin(), payload.end());
+                              " refused the message by policy: " + peer_text(payload);
       if ((header.flags & flags::kSynchronous) != 0) {
         auto request = take_awaiting_sync(header.aux, "DENY");
         if (!request) return errc::frame_unexpected;
@@ -1723,8 +1729,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       credit_lent_ -= header.aux;
       return {};
     case FrameType::abort:
-      e.abort_job("rank " + std::to_string(world_rank_) + " aborted: " +
-                  std::string(payload.begin(), payload.end()));
+      e.abort_job("rank " + std::to_string(world_rank_) + " aborted: " + peer_text(payload));
       return {};
     case FrameType::hello:
     case FrameType::control:

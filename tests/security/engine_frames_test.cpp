@@ -503,6 +503,35 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
       << rank0.engine().abort_reason();
 }
 
+// The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's
+// control characters and line breaks are escaped, not passed on.
+TEST(EngineFrames, ReasonsFromAPeerAreMadePrintable) {
+  const std::string hostile = "stop\x1b[2J\n[rank 0] forged line";
+  const std::string escaped = "stop\\x1b[2J\\x0a[rank 0] forged line";
+  {
+    EngineUnderAttack rank0;
+    const char message[] = "hi";
+    auto send = rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, message,
+                                     sizeof message, 1, kTag, /*synchronous=*/true);
+    std::vector<std::uint8_t> payload;
+    FrameHeader eager;
+    ASSERT_TRUE(rank0.client().read_frame(payload, 1, &eager));
+    rank0.send(FrameType::deny, text_bytes(hostile), eager.aux,
+               transport::frame_flags::kSynchronous);
+    rank0.wait(*send);
+    EXPECT_EQ(send->status.error, ErrorClass::policy);
+    EXPECT_NE(send->error_message.find(escaped), std::string::npos) << send->error_message;
+  }
+  EngineUnderAttack rank0;
+  std::array<char, 16> buffer{};
+  auto request = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.send(FrameType::abort, text_bytes(hostile));
+  rank0.wait(*request);
+  const std::string reason = rank0.engine().abort_reason();
+  EXPECT_NE(reason.find(escaped), std::string::npos) << reason;
+  EXPECT_EQ(reason.find_first_of("\x1b\n"), std::string::npos) << reason;
+}
+
 // A synchronous send whose frame is still queued here cannot have been read by the peer, so a
 // DENY for it is forged. Accepting it would complete the send while the queue still encrypts
 // from the application's buffer, which the application may then free or reuse.
