@@ -101,7 +101,12 @@ bool unacknowledged_too_long(int fd) {
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
   // tcpi_unacked: segments in flight. A receiver that stops reading closes its window instead:
   // then nothing is in flight, and its kernel answers the window probes.
-  return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= kUnacknowledgedLimitMs;
+  // tcpi_last_ack_recv alone is not enough: data segments that acknowledge nothing new do not
+  // refresh it, so a rank that only received for 40 s and then sends one frame shows a stale
+  // time until that frame's acknowledgement returns. A retransmission timeout (retransmits or
+  // backoff above 0; both reset by an acknowledgement) says the frame really went unanswered.
+  return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= kUnacknowledgedLimitMs &&
+         (info.tcpi_retransmits > 0 || info.tcpi_backoff > 0);
 }
 
 namespace {
