@@ -456,6 +456,31 @@ MPI_Comm new_comm_handle(Communicator comm, MPI_Errhandler inherited) {
 
 // --- buffers -----------------------------------------------------------------------------------
 
+namespace {
+
+std::mutex g_kept_mu;
+// Never destroyed: the engine may use these until the process ends.
+std::vector<std::unique_ptr<std::byte[]>>& kept_staging() {
+  static auto* kept = new std::vector<std::unique_ptr<std::byte[]>>();
+  return *kept;
+}
+
+}  // namespace
+
+Staging::~Staging() {
+  if (keep_on_failure_ && std::uncaught_exceptions() > exceptions_at_birth_) keep_until_exit();
+}
+
+void Staging::keep_until_exit() noexcept {
+  if (!data) return;
+  try {
+    std::lock_guard lock(g_kept_mu);
+    kept_staging().push_back(std::move(data));
+  } catch (...) {
+    static_cast<void>(data.release());  // leaked rather than freed under the engine
+  }
+}
+
 void Staging::allocate(std::size_t n) {
   data = std::make_unique_for_overwrite<std::byte[]>(n == 0 ? 1 : n);
   size = n;

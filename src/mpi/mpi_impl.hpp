@@ -239,10 +239,28 @@ const TypeMap& basic_map(Basic b);
 // --- buffers -----------------------------------------------------------------------------------
 
 /// Heap bytes that are not zeroed (staging for packed data).
+///
+/// A collective that fails can leave transfers running that the engine cannot cancel (a matched
+/// receive's remaining DATA, a send waiting for its CTS), into or out of its staging: as with
+/// the schedule's own scratch (coll/schedule.cpp), staging dropped while an exception
+/// propagates is kept until the process ends instead of freed, and so is a failed nonblocking
+/// collective's. Point-to-point buffers opt out: the engine lets go of a request it fails.
 struct Staging {
   std::unique_ptr<std::byte[]> data;
   std::size_t size = 0;
+
+  Staging() = default;
+  explicit Staging(bool keep_on_failure) : keep_on_failure_(keep_on_failure) {}
+  Staging(Staging&&) noexcept = default;
+  Staging& operator=(Staging&&) noexcept = default;
+  ~Staging();
   void allocate(std::size_t n);
+  /// Keeps the bytes until the process ends instead of freeing them.
+  void keep_until_exit() noexcept;
+
+ private:
+  bool keep_on_failure_ = true;
+  int exceptions_at_birth_ = std::uncaught_exceptions();
 };
 
 /// `buf` + `offset`, without pointer arithmetic on MPI_BOTTOM (null).
@@ -256,7 +274,7 @@ inline std::byte* at(const void* buf, std::int64_t offset) {
 struct SendBuffer {
   const void* ptr = nullptr;
   std::size_t bytes = 0;
-  Staging staging;
+  Staging staging{false};
   SendBuffer(const void* buf, std::int64_t count, const TypeMap& type);
 };
 
@@ -265,7 +283,7 @@ struct SendBuffer {
 struct RecvBuffer {
   void* ptr = nullptr;
   std::size_t capacity = 0;
-  Staging staging;
+  Staging staging{false};
   void* user = nullptr;
   std::int64_t count = 0;
   std::shared_ptr<const TypeMap> type;

@@ -111,6 +111,7 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
     return Outcome{};
   }
   Outcome outcome;
+  bool failed = true;  // until the operation is known to have succeeded
   try {
     std::optional<Status> s;
     if (block) {
@@ -122,6 +123,7 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
     if (r.staged_recv && !s->cancelled) r.staged_recv->finish(s->bytes);
     if (r.on_complete && !s->cancelled) r.on_complete();
     to_mpi_status(*s, status);
+    failed = false;
   } catch (const RequestError& e) {
     // A truncated receive has still matched a message: the status names it and counts what
     // was kept, and the kept part is unpacked like a complete message.
@@ -135,6 +137,10 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
       empty_status(status);
       status->MPI_ERROR = outcome.code;
     }
+  }
+  // A failed collective's transfers may still use its staging (see Staging).
+  if (failed) {
+    for (Staging& s : r.scratch) s.keep_until_exit();
   }
   release(handle, r);
   return outcome;
