@@ -467,10 +467,6 @@ std::vector<std::unique_ptr<std::byte[]>>& kept_staging() {
 
 }  // namespace
 
-Staging::~Staging() {
-  if (keep_on_failure_ && std::uncaught_exceptions() > exceptions_at_birth_) keep_until_exit();
-}
-
 void Staging::keep_until_exit() noexcept {
   if (!data) return;
   try {

@@ -163,13 +163,14 @@ ErrhandlerSlot errhandler_slot_of(MPI_Comm comm) noexcept;
 void require_comm_handle(MPI_Comm comm);
 
 /// reap_detached(), if a freed request would write the program's memory when it completes
-/// (a non-contiguous receive, a collective's result): run after every call, so that memory
-/// is written once the program can know the operation finished (a later message arrived, a
-/// barrier passed), not only at the next MPI_Wait or MPI_Test. One relaxed load otherwise.
-void reap_detached_unpacks();
+/// (a non-contiguous receive, a collective's result) or holds a packed copy of its data (a
+/// non-contiguous send): run after every call, so that memory is written once the program can
+/// know the operation finished (a later message arrived, a barrier passed), and a copy freed,
+/// not only at the next MPI_Wait or MPI_Test. One relaxed load otherwise.
+void reap_detached_per_call();
 
 /// Runs `body` (returning void or an MPI code), mapping exceptions to MPI errors on `comm`,
-/// then reap_detached_unpacks().
+/// then reap_detached_per_call().
 /// `comm` is checked first, so an invalid communicator is MPI_ERR_COMM whatever else is wrong
 /// (as in Open MPI and MPICH); calls on no communicator pass MPI_COMM_WORLD, whose handler
 /// their errors go to.
@@ -179,11 +180,11 @@ int guarded(MPI_Comm comm, const char* function, F&& body) noexcept {
     require_comm_handle(comm);
     if constexpr (std::is_void_v<decltype(body())>) {
       body();
-      reap_detached_unpacks();
+      reap_detached_per_call();
       return MPI_SUCCESS;
     } else {
       const int code = body();
-      reap_detached_unpacks();
+      reap_detached_per_call();
       return code;
     }
   } catch (...) {
@@ -249,18 +250,25 @@ struct Staging {
   std::unique_ptr<std::byte[]> data;
   std::size_t size = 0;
 
-  Staging() = default;
-  explicit Staging(bool keep_on_failure) : keep_on_failure_(keep_on_failure) {}
+  Staging() : exceptions_at_birth_(std::uncaught_exceptions()) {}
+  /// keep_on_failure false: freed whatever happens (no exception count taken: p2p's hot path).
+  explicit Staging(bool keep_on_failure)
+      : keep_on_failure_(keep_on_failure),
+        exceptions_at_birth_(keep_on_failure ? std::uncaught_exceptions() : 0) {}
   Staging(Staging&&) noexcept = default;
   Staging& operator=(Staging&&) noexcept = default;
-  ~Staging();
+  ~Staging() {
+    if (keep_on_failure_ && data && std::uncaught_exceptions() > exceptions_at_birth_) {
+      keep_until_exit();
+    }
+  }
   void allocate(std::size_t n);
   /// Keeps the bytes until the process ends instead of freeing them.
   void keep_until_exit() noexcept;
 
  private:
   bool keep_on_failure_ = true;
-  int exceptions_at_birth_ = std::uncaught_exceptions();
+  int exceptions_at_birth_ = 0;
 };
 
 /// `buf` + `offset`, without pointer arithmetic on MPI_BOTTOM (null).

@@ -16,12 +16,15 @@ namespace {
 // Freed-but-active requests (MPI_Request_free): their buffers stay alive until they finish.
 std::mutex g_detached_mu;
 std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
-// How many of them still write the program's memory when completed (a staged receive to unpack,
-// a collective's result): a count read without the lock, so every other call stays cheap.
-std::atomic<std::size_t> g_detached_unpacks{0};
+// How many of them are reaped after every call, not only at the next Wait or Test: a count read
+// without the lock, so every other call stays cheap.
+std::atomic<std::size_t> g_detached_reaped_per_call{0};
 
-bool writes_on_completion(const sempi_mpi_request& r) {
-  return r.staged_recv != nullptr || static_cast<bool>(r.on_complete);
+// Those that write the program's memory when completed (a staged receive to unpack, a
+// collective's result), and those holding a packed copy of their data (a non-contiguous send):
+// a program that frees such sends in a loop must not keep every copy until it next waits.
+bool reaped_after_every_call(const sempi_mpi_request& r) {
+  return r.staged_recv != nullptr || r.staged_send != nullptr || static_cast<bool>(r.on_complete);
 }
 
 void check_tag(int tag, bool allow_any) {
@@ -229,7 +232,7 @@ namespace {
 // reduction querying its datatype), whose MPI calls must not reap again under the same lock.
 thread_local bool t_reaping = false;
 
-void reap(bool only_unpacks) {
+void reap(bool only_per_call) {
   if (t_reaping) return;
   std::lock_guard lock(g_detached_mu);
   t_reaping = true;
@@ -237,7 +240,7 @@ void reap(bool only_unpacks) {
     ~Reset() { t_reaping = false; }
   } reset;
   for (auto it = g_detached.begin(); it != g_detached.end();) {
-    if (only_unpacks && !writes_on_completion(**it)) {
+    if (only_per_call && !reaped_after_every_call(**it)) {
       ++it;
       continue;
     }
@@ -252,7 +255,7 @@ void reap(bool only_unpacks) {
     }
     sempi_mpi_request* r = *it;
     it = g_detached.erase(it);
-    if (writes_on_completion(*r)) g_detached_unpacks.fetch_sub(1, std::memory_order_relaxed);
+    if (reaped_after_every_call(*r)) g_detached_reaped_per_call.fetch_sub(1, std::memory_order_relaxed);
     complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (detached ones are not persistent)
   }
 }
@@ -260,8 +263,8 @@ void reap(bool only_unpacks) {
 
 void reap_detached() { reap(false); }
 
-void reap_detached_unpacks() {
-  if (g_detached_unpacks.load(std::memory_order_relaxed) != 0) reap(true);
+void reap_detached_per_call() {
+  if (g_detached_reaped_per_call.load(std::memory_order_relaxed) != 0) reap(true);
 }
 
 void settle_detached_at_finalize() {
@@ -283,7 +286,7 @@ void discard_detached() noexcept {
     release(nullptr, *r);
   }
   g_detached.clear();
-  g_detached_unpacks.store(0, std::memory_order_relaxed);
+  g_detached_reaped_per_call.store(0, std::memory_order_relaxed);
 }
 
 namespace {
@@ -645,7 +648,7 @@ int MPI_Request_free(MPI_Request* request) {
     r->persistent = false;  // so completion frees it
     std::lock_guard lock(g_detached_mu);
     g_detached.push_back(r);
-    if (writes_on_completion(*r)) g_detached_unpacks.fetch_add(1, std::memory_order_relaxed);
+    if (reaped_after_every_call(*r)) g_detached_reaped_per_call.fetch_add(1, std::memory_order_relaxed);
   });
 }
 
