@@ -29,10 +29,6 @@ PayloadPool::~PayloadPool() {
   }
 }
 
-std::size_t PayloadPool::capacity_for(std::size_t bytes) noexcept {
-  return bytes >= kMinPooled && bytes <= kMaxPooled ? std::bit_ceil(bytes) : bytes;
-}
-
 Payload PayloadPool::take(std::size_t bytes) {
   const std::size_t capacity = capacity_for(bytes);
   if (capacity < kMinPooled || capacity > kMaxPooled) {

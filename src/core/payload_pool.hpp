@@ -32,6 +32,7 @@
 // Thread safety: take() and the return of a buffer may run on any thread. A buffer holds a
 // reference to its pool, so it may outlive the engine that took it (an MPI_Message, say).
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -64,7 +65,9 @@ class PayloadPool : public std::enable_shared_from_this<PayloadPool> {
   PayloadPool& operator=(const PayloadPool&) = delete;
 
   /// The buffer size a payload of `bytes` gets.
-  [[nodiscard]] static std::size_t capacity_for(std::size_t bytes) noexcept;
+  [[nodiscard]] static constexpr std::size_t capacity_for(std::size_t bytes) noexcept {
+    return bytes >= kMinPooled && bytes <= kMaxPooled ? std::bit_ceil(bytes) : bytes;
+  }
 
   /// A buffer of capacity_for(bytes), not zero-filled (the caller overwrites it).
   [[nodiscard]] Payload take(std::size_t bytes);
