@@ -544,7 +544,6 @@ void to_mpi_status(const Status& in, MPI_Status* out) noexcept {
   if (out == MPI_STATUS_IGNORE) return;
   out->MPI_SOURCE = in.source;
   out->MPI_TAG = in.tag;
-  out->MPI_ERROR = to_mpi_class(in.error);
   out->sempi_cancelled = in.cancelled ? 1 : 0;
   out->sempi_bytes = static_cast<MPI_Count>(in.bytes);
 }
@@ -553,7 +552,6 @@ void empty_status(MPI_Status* out) noexcept {
   if (out == MPI_STATUS_IGNORE) return;
   out->MPI_SOURCE = MPI_ANY_SOURCE;
   out->MPI_TAG = MPI_ANY_TAG;
-  out->MPI_ERROR = MPI_SUCCESS;
   out->sempi_cancelled = 0;
   out->sempi_bytes = 0;
 }

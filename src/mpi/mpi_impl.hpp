@@ -311,7 +311,11 @@ bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
 /// product.
 std::int64_t data_bytes(std::int64_t count, const TypeMap& type);
 
+/// Source, tag, count and cancellation; MPI_ERROR stays as it was (MPI 3.1 section 3.2.5:
+/// only calls returning MPI_ERR_IN_STATUS set it, and the functions completing many requests
+/// set it themselves).
 void to_mpi_status(const Status& in, MPI_Status* out) noexcept;
+/// The empty status (MPI_ANY_SOURCE, MPI_ANY_TAG, no bytes); MPI_ERROR as in to_mpi_status.
 void empty_status(MPI_Status* out) noexcept;
 
 // --- runtime hooks -----------------------------------------------------------------------------

@@ -133,13 +133,9 @@ std::optional<Outcome> complete(MPI_Request* handle, sempi_mpi_request& r, bool 
     outcome.code = current_error_code(&outcome.message);
     if (r.staged_recv) r.staged_recv->finish(e.status().bytes);
     to_mpi_status(e.status(), status);
-    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = outcome.code;
   } catch (...) {
     outcome.code = current_error_code(&outcome.message);
-    if (status != MPI_STATUS_IGNORE) {
-      empty_status(status);
-      status->MPI_ERROR = outcome.code;
-    }
+    empty_status(status);
   }
   // A failed collective's transfers may still use its staging (see Staging).
   if (failed) {
@@ -515,6 +511,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
       MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
       if (requests[i] == MPI_REQUEST_NULL) {
         empty_status(status);
+        if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_SUCCESS;
         continue;
       }
       const MPI_Errhandler h = requests[i]->handler();

@@ -1,6 +1,7 @@
 /* MPI_Info_dup, MPI_Info_get_nthkey, MPI_Info_get_valuelen (with MPI_Info_get_nkeys), and the
  * status setters MPI_Status_set_elements(_x) and MPI_Status_set_cancelled: MPI_Get_count,
- * MPI_Get_elements and MPI_Test_cancelled then report what was set. */
+ * MPI_Get_elements and MPI_Test_cancelled then report what was set. Calls that return one
+ * status leave its MPI_ERROR field alone. */
 #include <stddef.h>
 #include <string.h>
 
@@ -121,12 +122,37 @@ static void status(void) {
   CHECK_MPI(MPI_Type_free(&pair));
 }
 
+/* Only the calls that complete many requests write MPI_ERROR, and only theirs (MPI 3.1 section
+ * 3.2.5): a program may keep its own value there across the others. */
+static void error_field_untouched(int rank) {
+  enum { kMine = 12345 };
+  const int out = 7;
+  int in = 0;
+  MPI_Status st;
+  st.MPI_ERROR = kMine;
+  CHECK_MPI(MPI_Sendrecv(&out, 1, MPI_INT, rank, 31, &in, 1, MPI_INT, rank, 31, MPI_COMM_WORLD,
+                         &st));
+  CHECK(in == 7 && st.MPI_SOURCE == rank && st.MPI_TAG == 31 && st.MPI_ERROR == kMine);
+  MPI_Request r;
+  CHECK_MPI(MPI_Isend(&out, 1, MPI_INT, rank, 32, MPI_COMM_WORLD, &r));
+  CHECK_MPI(MPI_Probe(rank, 32, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_TAG == 32 && st.MPI_ERROR == kMine);
+  CHECK_MPI(MPI_Recv(&in, 1, MPI_INT, rank, 32, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_TAG == 32 && st.MPI_ERROR == kMine);
+  CHECK_MPI(MPI_Wait(&r, &st));
+  CHECK(st.MPI_ERROR == kMine);
+  MPI_Request null = MPI_REQUEST_NULL;
+  CHECK_MPI(MPI_Wait(&null, &st));
+  CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_ERROR == kMine);
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
   init_world(&argc, &argv, &rank, &size);
   info();
   status();
+  error_field_untouched(rank);
   CHECK_MPI(MPI_Finalize());
   return 0;
 }
