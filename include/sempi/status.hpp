@@ -2,6 +2,7 @@
 /// \file
 /// The outcome of a receive or probe.
 
+#include <climits>
 #include <cstddef>
 
 #include "sempi/constants.hpp"
@@ -16,10 +17,14 @@ struct Status {
   bool cancelled = false;
   ErrorClass error = ErrorClass::success;
 
-  /// Number of whole elements of T received, or UNDEFINED if bytes is not a multiple of sizeof(T).
+  /// Number of whole elements of T received, or UNDEFINED if bytes is not a multiple of
+  /// sizeof(T) or the number does not fit an int (as MPI_Get_count).
   template <class T>
-  [[nodiscard]] int count() const noexcept {
-    return bytes % sizeof(T) == 0 ? static_cast<int>(bytes / sizeof(T)) : UNDEFINED;
+  [[nodiscard]] constexpr int count() const noexcept {
+    if (bytes % sizeof(T) != 0 || bytes / sizeof(T) > static_cast<std::size_t>(INT_MAX)) {
+      return UNDEFINED;
+    }
+    return static_cast<int>(bytes / sizeof(T));
   }
 };
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -439,6 +440,13 @@ concept Isendable = requires(const sempi::Communicator& c, Data&& data) {
 };
 static_assert(!Isendable<std::vector<int>>);  // an rvalue
 static_assert(Isendable<const std::vector<int>&> && Isendable<std::vector<int>&>);
+
+// Status::count: whole elements only, and only as many as an int holds (as MPI_Get_count).
+constexpr sempi::Status status_of_bytes(std::size_t bytes) { return {0, 0, bytes}; }
+static_assert(status_of_bytes(12).count<int>() == 3);
+static_assert(status_of_bytes(13).count<int>() == sempi::UNDEFINED);
+static_assert(status_of_bytes(std::size_t{INT_MAX} * 4).count<int>() == INT_MAX);
+static_assert(status_of_bytes((std::size_t{INT_MAX} + 1) * 4).count<int>() == sempi::UNDEFINED);
 
 // A sender far ahead of its receiver: unexpected data must stay bounded by the per-peer budget
 // (SEMPI_MAX_UNEXPECTED_BYTES, set small by the test), the rest waits in the sender (sent by
