@@ -189,7 +189,15 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
     wait_quietly(s);
     throw;
   }
-  s.wait();
+  try {
+    s.wait();
+  } catch (const Error& e) {
+    // The message did arrive: the caller must still learn what it received (MPI_Sendrecv
+    // unpacks and describes it) with the send's error.
+    Status received = status;
+    received.error = e.error_class();
+    throw RequestError(received, e.what());
+  }
   return status;
 }
 

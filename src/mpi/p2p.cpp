@@ -392,15 +392,16 @@ int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype datatype, int dest, 
     check_tag(sendtag, false);
     check_tag(recvtag, true);
     const auto& type = type_of(datatype);
-    // The outgoing data is always copied: the same buffer receives meanwhile.
-    Staging out;
+    // The outgoing data is always copied: the same buffer receives meanwhile. Both stagings
+    // are freed even on failure: sendrecv_bytes returns only once neither transfer runs.
+    Staging out{false};
     const auto bytes = static_cast<std::size_t>(data_bytes(count, *type));
     out.allocate(bytes);
     {
       const SendBuffer view(buf, count, *type);
       if (bytes > 0) std::memcpy(out.data.get(), view.ptr, bytes);
     }
-    Staging in;
+    Staging in{false};
     in.allocate(bytes);
     sempi::Status got;
     try {

@@ -72,6 +72,17 @@ void receiver(const sempi::Communicator& world) {
     // Rendezvous over the size limit: DENY instead of clear-to-send.
     std::vector<char> big(200000, 'x');
     expect_error(ErrorClass::policy, [&] { world.send(big, 0, 5); });
+    // A sendrecv whose send half is refused after its receive got a message: the error is the
+    // send's, and the status still describes the message received.
+    int got = -1;
+    try {
+      (void)world.sendrecv(big.data(), static_cast<int>(big.size()), 0, 5, &got, 1, 0, 9);
+      CHECK(!"the refused send half of a sendrecv went unnoticed");
+    } catch (const sempi::RequestError& e) {
+      CHECK(e.error_class() == ErrorClass::policy);
+      CHECK(e.status().source == 0 && e.status().tag == 9 && e.status().bytes == sizeof got);
+      CHECK(got == 9);
+    }
     const int good = 42;
     world.send(good, 0, 7);
     sempi::detail::simulate_compromised_sender(false);
@@ -80,6 +91,7 @@ void receiver(const sempi::Communicator& world) {
     int done = 0;
     (void)world.recv(done, 0, 8);
   } else {
+    world.send(9, 1, 9);  // for rank 1's sendrecv
     int value = -1;
     const auto status = world.recv(value, 1, sempi::ANY_TAG);
     CHECK(status.tag == 7);  // the denied messages never arrived before it
