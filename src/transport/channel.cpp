@@ -682,6 +682,17 @@ std::error_code Channel::receive_frame(FrameHeader& header, std::vector<std::uin
 
 void Channel::shutdown() noexcept {
   if (!failed()) records_->close_notify();
+  if (local_socket_ || !fd_.valid()) return;
+  // Closing a TCP socket with unread input sends a reset instead of a FIN, and the peer's
+  // kernel may then drop what it has not acknowledged yet: our GOODBYE, our last frames.
+  // Input can be waiting here (a peer paused by backpressure, a DENY after its GOODBYE): it is
+  // discarded first, bounded (the peer may keep sending).
+  for (int round = 0; round < 1024; ++round) {
+    std::uint8_t discard[16384];
+    const ssize_t n = ::recv(fd_.get(), discard, sizeof discard, MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    break;
+  }
 }
 
 }  // namespace sempi::transport

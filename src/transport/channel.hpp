@@ -184,7 +184,8 @@ class Channel {
   std::error_code receive_frame(FrameHeader& header, std::vector<std::uint8_t>& payload,
                                 Deadline deadline);
 
-  /// Best-effort orderly TLS close (close_notify); the socket closes on destruction.
+  /// Best-effort orderly TLS close (close_notify); a TCP socket's unread input is discarded,
+  /// so that closing it sends a FIN, not a reset. The socket closes on destruction.
   void shutdown() noexcept;
 
  private:
