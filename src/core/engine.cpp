@@ -122,6 +122,13 @@ void Engine::kick() noexcept {
 
 void Engine::notify_waiters() { cv_.notify_all(); }
 
+void Engine::wake_sleeping_poller() noexcept {
+  // Pairs with the fence in wait_until before it sleeps: either it sees the request done, or
+  // this sees it asleep.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (poller_asleep_.load(std::memory_order_relaxed)) kick();
+}
+
 void Engine::complete(RequestState& request, ErrorClass cls, const std::string& message) {
   if (request.done.load(std::memory_order_relaxed)) return;
   request.status.error = cls;
@@ -208,11 +215,11 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
 
 void Engine::release_unexpected(Peer& peer, const Unexpected& message) {
   account_unexpected(peer, -message.budget_cost());
-  if (!message.rendezvous) owe_credit(peer, Unexpected::eager_cost(message.bytes));
+  if (!message.rendezvous) owe_credit(peer, transport::eager_credit_cost(message.bytes));
 }
 
 bool Engine::take_eager_credit(Peer& peer, std::uint64_t bytes) {
-  const std::uint64_t cost = Unexpected::eager_cost(bytes);
+  const std::uint64_t cost = transport::eager_credit_cost(bytes);
   const std::uint64_t credit = peer.channel_->peer_limits().max_unexpected_bytes / 2;
   // Empty messages cannot go by rendezvous (an RTS announces at least one byte): they go
   // eagerly and may overdraw, into the half of the budget kept for entries.
@@ -393,6 +400,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     if (auto posted = take_posted(context, world, tag)) {
       copy_bytes(posted->buffer, data, std::min(bytes, posted->capacity));
       finish_receive(*posted, world, tag, bytes);
+      wake_sleeping_poller();  // the receiving thread may be the one asleep in poll()
       complete(*request);
       return request;
     }
@@ -527,6 +535,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
     } else if (auto it = self_sync_.find(message.sync_id); it != self_sync_.end()) {
       complete(*it->second);
       self_sync_.erase(it);
+      wake_sleeping_poller();  // the sending thread may be the one asleep in poll()
     }
   }
   finish_receive(*request, message.source, message.tag, message.bytes);
@@ -599,6 +608,7 @@ bool Engine::cancel(RequestState& request) {
       posted_.erase(it);
       request.status.cancelled = true;
       complete(request);
+      wake_sleeping_poller();  // its waiter may be another thread, asleep in poll()
       return true;
     }
   }
@@ -801,7 +811,16 @@ void Engine::wait_until(Done&& done, int peer_hint) {
       // launcher) every kFullPollPeriod so nothing else waits long.
       const bool direct = spinning && peer_hint >= 0 && !full_poll_due &&
                           progress_peer(peer_hint);
-      if (!direct) progress(std::chrono::milliseconds(spinning ? 0 : 10));
+      if (!direct && spinning) {
+        progress(std::chrono::milliseconds(0));
+      } else if (!direct) {
+        // Asleep in poll(): a request another thread completes without a socket (a send to
+        // itself, a cancel) must kick us (wake_sleeping_poller), or we would sleep on.
+        poller_asleep_.store(true, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!done()) progress(std::chrono::milliseconds(10));
+        poller_asleep_.store(false, std::memory_order_relaxed);
+      }
       if (!spinning) last_clock = std::chrono::steady_clock::now();  // it may have slept 10 ms
       if (spinning && !done()) {
         // A few at a time: a message arriving meanwhile waits for at most that much (and,
@@ -1561,7 +1580,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
   switch (header.type) {
     case FrameType::eager: {
       // Its sender's credit comes back now, unless it stays queued (release_unexpected then).
-      const std::uint64_t cost = Unexpected::eager_cost(header.length);
+      const std::uint64_t cost = transport::eager_credit_cost(header.length);
       if (header.length == 0) {
         inflight_admit_ = e.admit(*this, header);
         if (cut_off()) return errc::frame_unexpected;

@@ -26,15 +26,18 @@
 //    peer's unmatched messages; past it, it stops reading that peer. A frame behind the
 //    unmatched ones (a message the receiver waits for, a CTS, a SYNC_ACK) would then never
 //    be read, and a correct program would stall. So a sender sends eagerly only within credit:
-//    half the receiver's budget, counted in what each message holds there (Unexpected::
-//    eager_cost). Past it, messages go by rendezvous, whose RTS holds only an entry at the
-//    receiver; the other half of the budget is for those. Empty messages always go eagerly
-//    (an RTS announces at least one byte).
+//    half the receiver's budget, counted as the protocol fixes it (transport::
+//    eager_credit_cost, at least what the receiver holds for the message). Past it, messages
+//    go by rendezvous, whose RTS holds only an entry at the receiver; the other half of the
+//    budget is for those. Empty messages always go eagerly (an RTS announces at least one
+//    byte), overdrawing the credit if need be.
 //  * The receiver gives credit back (CREDIT frames, in batches of an eighth of its budget) for
 //    every EAGER frame once it no longer holds it: matched on arrival, refused, or received
 //    from the unexpected queue. A CREDIT for more than is lent is a protocol violation.
 //  * Backpressure stays, against peers that ignore credit; a correct program now meets it only
-//    with more than ~half the budget / 256 unmatched rendezvous requests from one peer.
+//    with more than ~half the budget / 256 unmatched rendezvous requests or empty messages
+//    from one peer. A program relying on standard sends being buffered (unsafe in MPI terms)
+//    gets up to half the budget of it per peer.
 //
 // Policy (src/policy) and audit (src/audit) hooks
 //  * Every communicator is registered (register_comm) with its rules precompiled for this rank
@@ -251,15 +254,13 @@ class Engine {
     /// cost for the entry itself, so that an endless stream of empty messages (or of RTS,
     /// which hold no payload here) still reaches the limit.
     static constexpr std::uint64_t kEntryCost = 256;
-    /// What an EAGER message of `bytes` holds while unexpected: what its sender's credit counts.
-    [[nodiscard]] static std::uint64_t eager_cost(std::uint64_t bytes) {
-      return PayloadPool::capacity_for(static_cast<std::size_t>(bytes)) + kEntryCost;
-    }
     [[nodiscard]] std::span<std::uint8_t> payload() const {
       return {data.get(), rendezvous ? 0 : static_cast<std::size_t>(bytes)};
     }
     [[nodiscard]] std::int64_t budget_cost() const {
-      return static_cast<std::int64_t>(rendezvous ? kEntryCost : eager_cost(bytes));
+      return static_cast<std::int64_t>(
+          (rendezvous ? 0 : PayloadPool::capacity_for(static_cast<std::size_t>(bytes))) +
+          kEntryCost);
     }
   };
   struct RecvRendezvous {
@@ -384,6 +385,9 @@ class Engine {
   void send_rendezvous_data(Peer& peer, SendRendezvous& transfer);
   void finish_receive(RequestState& request, int source_world, int tag, std::uint64_t bytes);
   void flush_peer(Peer& peer);
+  // After completing a request outside progress, from an application thread: kicks the token
+  // holder out of poll() if it sleeps there (it may be the request's waiter).
+  void wake_sleeping_poller() noexcept;
   void fail_peer(Peer& peer, const std::string& reason);
   void abort_job(const std::string& reason);
   void account_unexpected(Peer& peer, std::int64_t delta);
@@ -477,6 +481,8 @@ class Engine {
   std::atomic<bool> any_in_flight_{false};
   std::atomic<std::int64_t> last_activity_ns_{0};
   std::atomic<bool> background_polling_{false};
+  // A waiter holding the progress token sleeps in poll() (see wake_sleeping_poller).
+  std::atomic<bool> poller_asleep_{false};
   std::atomic<bool> stopping_{false};
   std::mutex background_mu_;
   std::condition_variable background_cv_;

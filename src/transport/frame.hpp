@@ -19,6 +19,7 @@
 //                           CREDIT: bytes of eager credit returned)
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -78,5 +79,14 @@ std::error_code decode_frame_header(std::span<const std::uint8_t, kFrameHeaderSi
                                     FrameHeader& out) noexcept;
 
 const char* frame_type_name(FrameType type) noexcept;
+
+/// Eager credit: what an EAGER message of `bytes` counts against its sender's credit, at the
+/// sender and in CREDIT frames (core/engine.hpp). Part of the protocol, so that both ends agree
+/// whatever their buffers; it covers what a receiver holds for the message (a buffer of the
+/// next power of two from 4 KiB to 1 MiB, else of its size, and a 256-byte entry).
+constexpr std::uint64_t eager_credit_cost(std::uint64_t bytes) noexcept {
+  constexpr std::uint64_t kRoundedFrom = 4096, kRoundedTo = 1u << 20, kEntry = 256;
+  return (bytes >= kRoundedFrom && bytes <= kRoundedTo ? std::bit_ceil(bytes) : bytes) + kEntry;
+}
 
 }  // namespace sempi::transport

@@ -141,6 +141,13 @@ TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
+// A thread asleep in poll() is woken by a message another thread of its rank sends to the rank
+// itself, not by poll()'s timeout (no socket carries it).
+TEST(PointToPointProgress, SendToSelfWakesAThreadAsleepInPoll) {
+  const auto result = run(2, "selfwake", {"-x", "SEMPI_SPIN_US=0"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
 TEST(PointToPointProgress, SpinningWaiterStillServesOtherPeers) {
   // 30 s of spinning: far longer than the test, so only the spin loop's periodic full poll can
   // read rank 2's frame; without it rank 0 would wait until the timeout.

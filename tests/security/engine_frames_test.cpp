@@ -397,10 +397,7 @@ TEST(EngineFrames, AnUnexpectedBudgetOfZeroStillDeliversEveryMessage) {
   }
 }
 
-// What an eager message holds at its receiver, and so what it takes of its sender's credit.
-std::uint64_t eager_cost(std::size_t bytes) {
-  return detail::PayloadPool::capacity_for(bytes) + 256;
-}
+std::uint64_t eager_cost(std::size_t bytes) { return transport::eager_credit_cost(bytes); }
 
 // Rank 0 sends eagerly only within the credit rank 1's budget grants (half of it, counted as
 // rank 1 holds each message); past it, by rendezvous, whose RTS holds only a small entry

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/payload_pool.hpp"
+#include "transport/frame.hpp"
 
 namespace sempi::detail {
 namespace {
@@ -21,6 +22,16 @@ TEST(PayloadPool, CapacityIsTheNextPowerOfTwoWithinThePooledRange) {
   EXPECT_EQ(PayloadPool::capacity_for(40000), 65536u);
   EXPECT_EQ(PayloadPool::capacity_for(PayloadPool::kMaxPooled), PayloadPool::kMaxPooled);
   EXPECT_EQ(PayloadPool::capacity_for(PayloadPool::kMaxPooled + 1), PayloadPool::kMaxPooled + 1);
+}
+
+// A sender's eager credit counts each message as the protocol fixes it; what the receiver's
+// budget holds for it (its buffer and a 256-byte entry) must never be more, or credit could
+// not keep the receiver within its budget.
+TEST(PayloadPool, TheProtocolsEagerCreditCoversWhatAMessageHolds) {
+  for (std::size_t bytes : {0ul, 1ul, 4095ul, 4096ul, 4097ul, 65536ul, 100000ul, 1ul << 20,
+                            (1ul << 20) + 1, 64ul << 20}) {
+    EXPECT_LE(PayloadPool::capacity_for(bytes) + 256, transport::eager_credit_cost(bytes)) << bytes;
+  }
 }
 
 TEST(PayloadPool, AReturnedBufferIsReusedForAPayloadOfItsClass) {
