@@ -172,7 +172,9 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
   // The send first: one the policy refuses fails at once (the engine checks it as it starts),
   // and then no receive is posted to take a message for a call that fails.
   Request s = post_send(comm, sendbuf, sendbytes, dest, sendtag, false);
-  (void)s.test();  // throws if the send already failed
+  // Without a progress round: a refusal by the peer arrives after the receive is posted, and
+  // the message received is then reported with it (below).
+  if (s.state() && s.state()->done.load(std::memory_order_acquire)) (void)s.test();
   Request r;
   try {
     r = post_recv(state_, recvbuf, capacity, source, recvtag);
