@@ -106,7 +106,14 @@ const RequestState* Schedule::failure() const {
   return nullptr;
 }
 
+namespace {
+thread_local std::uint64_t t_schedules_retired = 0;
+}  // namespace
+
+std::uint64_t schedules_retired_by_this_thread() noexcept { return t_schedules_retired; }
+
 void Schedule::retire_after_failure() {
+  ++t_schedules_retired;
   auto& engine = Runtime::get().engine();
   for (const auto& r : posted_) {
     if (!r->done.load(std::memory_order_acquire)) engine.cancel(*r);

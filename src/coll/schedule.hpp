@@ -42,6 +42,10 @@ constexpr int collective_tag(std::uint32_t sequence, int step) {
          (step & ((1 << kStepBits) - 1));
 }
 
+/// How many schedules this thread has retired after a failure (retire_after_failure): a
+/// caller's buffers for a collective that failed with transfers still running must outlive it.
+std::uint64_t schedules_retired_by_this_thread() noexcept;
+
 class Schedule : public std::enable_shared_from_this<Schedule> {
  public:
   /// Takes the communicator's next collective sequence number.

@@ -10,6 +10,7 @@
 #include <new>
 #include <thread>
 
+#include "coll/schedule.hpp"
 #include "mpi/datatype_envelope.hpp"
 #include "mpi/errhandler.hpp"
 #include "mpi/mpi_impl.hpp"
@@ -466,6 +467,16 @@ std::vector<std::unique_ptr<std::byte[]>>& kept_staging() {
 }
 
 }  // namespace
+
+Staging::Staging() { note_birth(); }
+
+void Staging::note_birth() noexcept {
+  retired_at_birth_ = sempi::detail::coll::schedules_retired_by_this_thread();
+}
+
+void Staging::keep_if_collective_failed() noexcept {
+  if (sempi::detail::coll::schedules_retired_by_this_thread() != retired_at_birth_) keep_until_exit();
+}
 
 void Staging::keep_until_exit() noexcept {
   if (!data) return;

@@ -242,33 +242,34 @@ const TypeMap& basic_map(Basic b);
 /// Heap bytes that are not zeroed (staging for packed data).
 ///
 /// A collective that fails can leave transfers running that the engine cannot cancel (a matched
-/// receive's remaining DATA, a send waiting for its CTS), into or out of its staging: as with
-/// the schedule's own scratch (coll/schedule.cpp), staging dropped while an exception
-/// propagates is kept until the process ends instead of freed, and so is a failed nonblocking
-/// collective's. Point-to-point buffers opt out: the engine lets go of a request it fails.
+/// receive's remaining DATA, a send waiting for its CTS), into or out of its staging. As with
+/// the schedule's own scratch (coll/schedule.cpp), staging whose thread retired a failed
+/// schedule while it existed is kept until the process ends instead of freed, and so is a
+/// failed nonblocking collective's. Point-to-point buffers opt out: the engine lets go of a
+/// request it fails.
 struct Staging {
   std::unique_ptr<std::byte[]> data;
   std::size_t size = 0;
 
-  Staging() : exceptions_at_birth_(std::uncaught_exceptions()) {}
-  /// keep_on_failure false: freed whatever happens (no exception count taken: p2p's hot path).
-  explicit Staging(bool keep_on_failure)
-      : keep_on_failure_(keep_on_failure),
-        exceptions_at_birth_(keep_on_failure ? std::uncaught_exceptions() : 0) {}
+  Staging();
+  /// keep_on_failure false: freed whatever happens (and nothing to note: p2p's hot path).
+  explicit Staging(bool keep_on_failure) : keep_on_failure_(keep_on_failure) {
+    if (keep_on_failure_) note_birth();
+  }
   Staging(Staging&&) noexcept = default;
   Staging& operator=(Staging&&) noexcept = default;
   ~Staging() {
-    if (keep_on_failure_ && data && std::uncaught_exceptions() > exceptions_at_birth_) {
-      keep_until_exit();
-    }
+    if (keep_on_failure_ && data) keep_if_collective_failed();
   }
   void allocate(std::size_t n);
   /// Keeps the bytes until the process ends instead of freeing them.
   void keep_until_exit() noexcept;
 
  private:
+  void note_birth() noexcept;
+  void keep_if_collective_failed() noexcept;
   bool keep_on_failure_ = true;
-  int exceptions_at_birth_ = 0;
+  std::uint64_t retired_at_birth_ = 0;  // schedules_retired_by_this_thread() then
 };
 
 /// `buf` + `offset`, without pointer arithmetic on MPI_BOTTOM (null).

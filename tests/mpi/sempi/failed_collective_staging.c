@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
       /* Two blocks of the type's extent (2 kInts - 1 ints): rank 1's at 0, rank 2's after. */
       int* all = calloc((size_t)kInts * 4, sizeof(int));
       CHECK(all != NULL);
+      /* Rank 2's RTS came before this token on the same channel: it is here, and matches as
+       * soon as the gather posts its receives (otherwise the failure could cancel that receive
+       * first, and rank 2 would wait for a clear-to-send forever). */
+      int token = 0;
+      CHECK_MPI(MPI_Recv(&token, 1, MPI_INT, 2, kGo, side, MPI_STATUS_IGNORE));
       /* Rank 1's receive is waited for first: its short message fails the call. */
       const int rc = MPI_Gatherv(MPI_IN_PLACE, 0, MPI_INT, all, counts, displs, spread, 0,
                                  MPI_COMM_WORLD);
@@ -45,7 +50,8 @@ int main(int argc, char** argv) {
       MPI_Request gather;
       CHECK_MPI(MPI_Igatherv(block, kInts, MPI_INT, NULL, NULL, NULL, spread, 0, MPI_COMM_WORLD,
                              &gather));
-      /* Its RTS is out (the root has matched it by now, or will): rank 1 may fail the root. */
+      /* Its RTS is out: the root may start, and rank 1 may fail it. */
+      CHECK_MPI(MPI_Send(&go, 1, MPI_INT, 0, kGo, side));
       CHECK_MPI(MPI_Send(&go, 1, MPI_INT, 1, kGo, side));
       CHECK_MPI(MPI_Wait(&gather, MPI_STATUS_IGNORE));
     }
