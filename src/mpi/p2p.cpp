@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/request_state.hpp"
 #include "mpi/request_impl.hpp"
 
 namespace sempi::mpi {
@@ -20,11 +21,16 @@ std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non
 // without the lock, so every other call stays cheap.
 std::atomic<std::size_t> g_detached_reaped_per_call{0};
 
-// Those that write the program's memory when completed (a staged receive to unpack, a
-// collective's result), and those holding a packed copy of their data (a non-contiguous send):
-// a program that frees such sends in a loop must not keep every copy until it next waits.
+// Those that write the program's memory when completed: a staged receive to unpack, a
+// collective's result (reaping drives them, as MPI_Test would).
+bool writes_on_completion(const sempi_mpi_request& r) {
+  return r.staged_recv != nullptr || static_cast<bool>(r.on_complete);
+}
+
+// Those, and those holding a packed copy of their data (a non-contiguous send): a program that
+// frees such sends in a loop must not keep every copy until it next waits.
 bool reaped_after_every_call(const sempi_mpi_request& r) {
-  return r.staged_recv != nullptr || r.staged_send != nullptr || static_cast<bool>(r.on_complete);
+  return writes_on_completion(r) || r.staged_send != nullptr;
 }
 
 void check_tag(int tag, bool allow_any) {
@@ -242,7 +248,14 @@ void reap(bool only_per_call) {
     }
     bool done = true;
     try {
-      done = (*it)->request.test().has_value();
+      if (only_per_call && !writes_on_completion(**it)) {
+        // Only holds a copy: looked at, not progressed, so that a pending one does not cost
+        // every MPI call a progress round.
+        const auto& state = (*it)->request.state();
+        done = !state || state->done.load(std::memory_order_acquire);
+      } else {
+        done = (*it)->request.test().has_value();
+      }
     } catch (...) {  // nobody is left to report a freed request's error to
     }
     if (!done) {
