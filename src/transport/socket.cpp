@@ -103,10 +103,11 @@ bool unacknowledged_too_long(int fd) {
   // then nothing is in flight, and its kernel answers the window probes.
   // tcpi_last_ack_recv alone is not enough: data segments that acknowledge nothing new do not
   // refresh it, so a rank that only received for 40 s and then sends one frame shows a stale
-  // time until that frame's acknowledgement returns. A retransmission timeout (retransmits or
-  // backoff above 0; both reset by an acknowledgement) says the frame really went unanswered.
+  // time until that frame's acknowledgement returns. Three retransmission timeouts in a row
+  // (both counters are reset by an acknowledgement; over a second at the least) say the data
+  // really goes unanswered, not that one segment was lost.
   return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= kUnacknowledgedLimitMs &&
-         (info.tcpi_retransmits > 0 || info.tcpi_backoff > 0);
+         (info.tcpi_retransmits >= 3 || info.tcpi_backoff >= 3);
 }
 
 namespace {
