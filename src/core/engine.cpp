@@ -123,10 +123,10 @@ void Engine::kick() noexcept {
 void Engine::notify_waiters() { cv_.notify_all(); }
 
 void Engine::wake_sleeping_poller() noexcept {
-  // Pairs with the fence in wait_until before it sleeps: either it sees the request done, or
-  // this sees it asleep.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (poller_asleep_.load(std::memory_order_relaxed)) kick();
+  // Both sides read-modify-write poller_asleep_ (no fences: ThreadSanitizer does not model
+  // them). If wait_until's exchange comes first, this reads 1 and kicks; if this comes first,
+  // the waiter's exchange synchronizes with it and sees the request done.
+  if (poller_asleep_.fetch_add(0, std::memory_order_acq_rel) != 0) kick();
 }
 
 void Engine::complete(RequestState& request, ErrorClass cls, const std::string& message) {
@@ -816,10 +816,9 @@ void Engine::wait_until(Done&& done, int peer_hint) {
       } else if (!direct) {
         // Asleep in poll(): a request another thread completes without a socket (a send to
         // itself, a cancel) must kick us (wake_sleeping_poller), or we would sleep on.
-        poller_asleep_.store(true, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        poller_asleep_.exchange(1, std::memory_order_acq_rel);
         if (!done()) progress(std::chrono::milliseconds(10));
-        poller_asleep_.store(false, std::memory_order_relaxed);
+        poller_asleep_.store(0, std::memory_order_relaxed);
       }
       if (!spinning) last_clock = std::chrono::steady_clock::now();  // it may have slept 10 ms
       if (spinning && !done()) {

@@ -482,7 +482,7 @@ class Engine {
   std::atomic<std::int64_t> last_activity_ns_{0};
   std::atomic<bool> background_polling_{false};
   // A waiter holding the progress token sleeps in poll() (see wake_sleeping_poller).
-  std::atomic<bool> poller_asleep_{false};
+  std::atomic<int> poller_asleep_{0};
   std::atomic<bool> stopping_{false};
   std::mutex background_mu_;
   std::condition_variable background_cv_;
