@@ -26,11 +26,15 @@ std::chrono::seconds welcome_timeout(std::chrono::seconds start_timeout) {
   return 2 * start_timeout + kWelcomeGrace;
 }
 
-std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
-                                        std::chrono::steady_clock::time_point deadline) {
+std::string bootstrap_message_text(const nlohmann::json& message) {
   // Free text from an application (an abort reason, a communicator name) may be any bytes:
   // replaced where not UTF-8 rather than thrown out of a rank's abort or failure path.
-  const std::string body = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
+                                        std::chrono::steady_clock::time_point deadline) {
+  const std::string body = bootstrap_message_text(message);
   if (body.size() > kMaxBootstrapMessage) return errc::frame_too_large;
   std::string wire(4, '\0');
   transport::store_le<std::uint32_t>(reinterpret_cast<std::uint8_t*>(wire.data()),

@@ -69,6 +69,10 @@ std::chrono::seconds start_timeout(const char* value);
 /// can be well after that rank sent it.
 std::chrono::seconds welcome_timeout(std::chrono::seconds start_timeout);
 
+/// The body of `message` as written (compact JSON; bytes that are not UTF-8 replaced): what
+/// kMaxBootstrapMessage bounds.
+std::string bootstrap_message_text(const nlohmann::json& message);
+
 /// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
                                         std::chrono::steady_clock::time_point deadline);

@@ -868,11 +868,8 @@ class Launcher::Job {
       // Nothing was sent: the message (a welcome with a big policy and address table) is too
       // large for the protocol. The job's fault, not the rank's.
       const std::string what = "a bootstrap message for rank " + std::to_string(r) + " is " +
-                               std::to_string(message.dump(-1, ' ', false,
-                                                           nlohmann::json::error_handler_t::replace)
-                                                  .size()) +
-                               " bytes, more than " +
-                               std::to_string(kMaxBootstrapMessage);
+                               std::to_string(bootstrap_message_text(message).size()) +
+                               " bytes, more than " + std::to_string(kMaxBootstrapMessage);
       report("error: " + what + " (use a smaller policy or fewer ranks)");
       cause(1, what, true);
       return;
