@@ -468,8 +468,6 @@ std::vector<std::unique_ptr<std::byte[]>>& kept_staging() {
 
 }  // namespace
 
-Staging::Staging() { note_birth(); }
-
 void Staging::note_birth() noexcept {
   retired_at_birth_ = sempi::detail::coll::schedules_retired_by_this_thread();
 }

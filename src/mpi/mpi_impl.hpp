@@ -251,7 +251,7 @@ struct Staging {
   std::unique_ptr<std::byte[]> data;
   std::size_t size = 0;
 
-  Staging();
+  Staging() : Staging(true) {}
   /// keep_on_failure false: freed whatever happens (and nothing to note: p2p's hot path).
   explicit Staging(bool keep_on_failure) : keep_on_failure_(keep_on_failure) {
     if (keep_on_failure_) note_birth();
