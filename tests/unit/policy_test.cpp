@@ -215,7 +215,6 @@ TEST(PolicyValidation, DuplicateKeyPathsEscapeSlashAndTildeInKeys) {
   EXPECT_EQ(escape_pointer("~1"), "~01");
 }
 
-// /dev/zero never ends and a FIFO blocks until a writer comes: neither is read at all.
 // A device that never ends is read only to the limit, a pipe with no writer reads as empty (no
 // wait), one with a writer like a file; directories and missing files are refused.
 TEST(PolicyFiles, DevicesAndPipesAreReadWithinTheLimit) {
