@@ -164,25 +164,34 @@ bool RecordProtection::open(const std::uint8_t* header, std::span<const std::uin
   const std::size_t first = std::min(length, dst.size());
   std::uint8_t nonce[12];
   next_nonce(nonce);
+  // The cipher decrypts before the tag is checked. A record that fails leaves no plaintext
+  // behind: with a stream cipher, flipped ciphertext bits flip the same plaintext bits, and the
+  // output may be the receiver's own buffer.
+  const auto refuse = [&] {
+    if (first > 0) std::memset(dst.data(), 0, first);
+    if (length > first) std::memset(rest, 0, length - first);
+    return false;
+  };
   int n = 0;
   if (EVP_DecryptInit_ex2(ctx_, nullptr, nullptr, nonce, nullptr) != 1 ||
       EVP_DecryptUpdate(ctx_, nullptr, &n, header, kRecordHeaderSize) != 1) {
-    return false;
+    return refuse();
   }
   const std::uint8_t* in = body.data();
   for (auto [out, size] : {std::pair{dst.data(), first}, std::pair{rest, length - first}}) {
     if (size == 0) continue;
     if (EVP_DecryptUpdate(ctx_, out, &n, in, static_cast<int>(size)) != 1 ||
         static_cast<std::size_t>(n) != size) {
-      return false;
+      return refuse();
     }
     in += size;
   }
   int final_n = 0;
   std::uint8_t unused[32];  // an AEAD's final step writes nothing
-  return EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, kAeadTagSize,
-                             const_cast<std::uint8_t*>(body.data() + length)) == 1 &&
-         EVP_DecryptFinal_ex(ctx_, unused, &final_n) == 1 && final_n == 0;
+  const bool authentic = EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, kAeadTagSize,
+                                             const_cast<std::uint8_t*>(body.data() + length)) == 1 &&
+                         EVP_DecryptFinal_ex(ctx_, unused, &final_n) == 1 && final_n == 0;
+  return authentic || refuse();
 }
 
 }  // namespace sempi::transport

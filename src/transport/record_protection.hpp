@@ -55,8 +55,8 @@ class RecordProtection {
 
   /// Decrypts the record with header `header` and `body` (ciphertext and tag): the first
   /// dst.size() bytes of the inner plaintext into `dst`, the rest (if any) into `rest`. Either
-  /// may be the body itself. Returns false if the record is not authentic; the outputs then hold
-  /// garbage the caller must not use.
+  /// may be the body itself. Returns false if the record is not authentic; the outputs are then
+  /// zeroed, so no unauthenticated plaintext is left in them.
   bool open(const std::uint8_t* header, std::span<const std::uint8_t> body,
             std::span<std::uint8_t> dst, std::uint8_t* rest);
 

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
 #include <string>
 
@@ -319,6 +320,24 @@ TEST(RecordLayerAlone, MalformedControlRecordsGetTheAlertsTheRfcNames) {
     EXPECT_EQ(records.reader->read(&byte, 1), -1);
     EXPECT_EQ(alert_sent_back(records), c.alert) << records.reader->detail();
   }
+}
+
+// A forged record's plaintext is not left in the reader's buffer: the cipher decrypts before
+// the tag is checked, and a flipped ciphertext bit flips the same plaintext bit.
+TEST(RecordLayerAlone, AForgedRecordLeavesNoPlaintextInTheBuffer) {
+  LocalRecords records;
+  const std::vector<std::uint8_t> content(1000, 'A');
+  std::vector<std::uint8_t> wire(content.size() + transport::kRecordOverhead);
+  ASSERT_TRUE(records.peer->seal(ContentType::application_data, content, {}, wire.data()));
+  wire[transport::kRecordHeaderSize + 10] ^= 0x01;  // 'A' becomes '@' at byte 10
+  ASSERT_EQ(::send(records.fds[1], wire.data(), wire.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(wire.size()));
+  std::vector<std::uint8_t> buffer(2000, 0x55);
+  EXPECT_EQ(records.reader->read(buffer.data(), buffer.size()), -1);
+  EXPECT_NE(records.reader->detail().find("bad_record_mac"), std::string::npos)
+      << records.reader->detail();
+  EXPECT_EQ(std::count(buffer.begin(), buffer.end(), 'A'), 0);
+  EXPECT_EQ(buffer[10], 0) << "the forged plaintext byte";
 }
 
 TEST(RecordLayerAlone, PaddedRecordsAreReadIntact) {
