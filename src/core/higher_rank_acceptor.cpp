@@ -7,6 +7,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -30,8 +31,27 @@ struct Handshake {
   // acceptor can shut the connection down without racing the handshake closing its own fd.
   UniqueFd watch;
   bool finished = false;
+  // How far the peer has come (Channel::accept's progress): a flood's connections are dropped
+  // before any that got further, and one whose peer proved a certificate of this job never is.
+  std::optional<transport::AcceptProgress> progress;
   const char* dropped = nullptr;  // why the acceptor shut the connection down, if it did
+
+  [[nodiscard]] bool droppable() const noexcept {
+    return !finished && !local && progress != transport::AcceptProgress::peer_verified;
+  }
 };
+
+// The connection to drop for a new one: the oldest of those that came least far.
+Handshake* victim(std::list<Handshake>& handshakes) {
+  Handshake* chosen = nullptr;
+  const auto rank = [](const Handshake& h) { return h.progress ? 1 : 0; };
+  for (auto& h : handshakes) {
+    if (h.droppable() && h.watch.valid() && (chosen == nullptr || rank(h) < rank(*chosen))) {
+      chosen = &h;
+    }
+  }
+  return chosen;
+}
 
 // Shuts a pending handshake's connection down; its thread then fails at once.
 void drop(Handshake& h, const char* why) {
@@ -76,7 +96,10 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     try {
       channel = Channel::accept(local, std::move(socket), claim,
                                 std::min(deadline, transport::Clock::now() + kHandshakeTimeout),
-                                error);
+                                error, [&](transport::AcceptProgress reached) {
+                                  std::lock_guard lock(mu);
+                                  self->progress = reached;
+                                });
     } catch (const std::exception& e) {
       error.detail = e.what();
     }
@@ -126,13 +149,10 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     }
     const bool local_socket = transport::is_unix_socket(socket.get());
     std::size_t pending = 0;
-    for (const auto& h : handshakes) pending += h.finished || h.local ? 0 : 1;
+    for (const auto& h : handshakes) pending += h.droppable() ? 1 : 0;
     if (!local_socket && pending >= kMaxPendingHandshakes) {
-      for (auto& h : handshakes) {
-        if (!h.finished && !h.local && h.watch.valid()) {
-          drop(h, "dropped: the oldest of too many unauthenticated connections");
-          break;
-        }
+      if (Handshake* h = victim(handshakes); h != nullptr) {
+        drop(*h, "dropped: the oldest of too many unauthenticated connections");
       }
     }
     UniqueFd watch{::fcntl(socket.get(), F_DUPFD_CLOEXEC, 0)};

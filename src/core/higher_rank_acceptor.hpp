@@ -4,10 +4,14 @@
 // Before a connection has proven anything, anyone who can reach the port can open one. Were
 // the handshakes run one at a time, a few connections that never finish theirs would hold the
 // genuine ranks in the listen backlog until the start-up deadline. Here a stalled connection
-// holds only its own thread; at most kMaxPendingHandshakes run at once, and beyond that the
-// oldest is dropped (a genuine rank completes its handshake within milliseconds). Connections
-// over the Unix socket come from this user's processes only; they neither count nor are dropped,
-// so a TCP flood cannot push the ranks on this host out.
+// holds only its own thread; at most kMaxPendingHandshakes run at once, and beyond that one is
+// dropped: the oldest of those that came least far (nothing before a whole ClientHello), so a
+// genuine rank, which sends its ClientHello at once and completes its handshake within
+// milliseconds, goes only after every connection that has not spoken. A connection whose peer
+// proved a certificate of this job is never dropped and does not count. A dropped genuine rank
+// dials again (Channel::dial). Connections over the Unix socket come from this user's processes
+// only; they neither count nor are dropped, so a TCP flood cannot push the ranks on this host
+// out.
 
 #include <functional>
 #include <memory>

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <openssl/err.h>
 
@@ -182,6 +184,25 @@ std::unique_ptr<Channel> Channel::dial(const LocalEndpoint& local, const Endpoin
                                        const std::string& local_path,
                                        std::uint32_t expected_rank, Deadline deadline,
                                        ChannelError& error) {
+  constexpr auto kLongestPause = std::chrono::milliseconds(100);
+  auto pause = std::chrono::milliseconds(1);
+  for (int attempt = 1;; ++attempt) {
+    auto channel = dial_once(local, to, local_path, expected_rank, deadline, error);
+    // Only a close: anything the peer said (an alert, a HELLO we refused) is its answer.
+    if (channel || error.code != errc::connection_closed) return channel;
+    if (Clock::now() + pause >= deadline) {
+      error.detail += " (" + std::to_string(attempt) + " attempts)";
+      return nullptr;
+    }
+    std::this_thread::sleep_for(pause);  // not synchronisation: a listener under a flood
+    pause = std::min(pause * 2, kLongestPause);
+  }
+}
+
+std::unique_ptr<Channel> Channel::dial_once(const LocalEndpoint& local, const Endpoint& to,
+                                            const std::string& local_path,
+                                            std::uint32_t expected_rank, Deadline deadline,
+                                            ChannelError& error) {
   if (!local_path.empty()) {
     auto channel = connect_local(local, local_path, expected_rank, deadline, error);
     if (channel || error.code != errc::connection_failed) return channel;
@@ -212,13 +233,14 @@ std::unique_ptr<Channel> Channel::connect_over(const LocalEndpoint& local, Uniqu
   requirements.expected_rank = expected_rank;
   std::unique_ptr<Channel> channel(new Channel(std::move(fd), std::move(ssl), local));
   channel->region_ = std::move(region);
-  return establish(std::move(channel), true, requirements, nullptr, local.rekey_after_records,
-                   deadline, error);
+  return establish(std::move(channel), true, requirements, nullptr, nullptr,
+                   local.rekey_after_records, deadline, error);
 }
 
 std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd socket,
                                          const std::function<bool(std::uint32_t)>& claim_rank,
-                                         Deadline deadline, ChannelError& error) {
+                                         Deadline deadline, ChannelError& error,
+                                         const AcceptProgressHandler& progress) {
   // Refuse plaintext before TLS sees it: a TLS connection must open with a handshake record,
   // or, on a Unix socket, with the shared rings' preface and then a handshake record.
   std::uint8_t first = 0;
@@ -247,20 +269,27 @@ std::unique_ptr<Channel> Channel::accept(const LocalEndpoint& local, UniqueFd so
   std::unique_ptr<Channel> channel(new Channel(std::move(socket), std::move(ssl), local));
   channel->peer_region_fd_ = std::move(peer_region);
   return establish(std::move(channel), false, local.requirements(), &claim_rank,
-                   local.rekey_after_records, deadline, error);
+                   progress ? &progress : nullptr, local.rekey_after_records, deadline, error);
 }
 
 std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
+                                            const AcceptProgressHandler* progress,
                                             std::uint64_t rekey_after, Deadline deadline,
                                             ChannelError& error) {
+  if (progress != nullptr && !report_accept_progress(channel->ssl_.get(), progress)) {
+    error = {errc::tls_handshake_failed, "cannot follow the handshake's progress"};
+    return nullptr;
+  }
   error = channel->handshake(is_client, deadline);
+  if (progress != nullptr) report_accept_progress(channel->ssl_.get(), nullptr);
   if (error.code) return nullptr;
   if (auto ec = verify_peer(channel->ssl_.get(), requirements, channel->peer_, error.detail); ec) {
     error.code = ec;
     return nullptr;
   }
+  if (progress != nullptr) (*progress)(AcceptProgress::peer_verified);
   error = channel->start_record_layer(is_client, rekey_after);
   if (error.code) return nullptr;
   error = channel->exchange_hello(deadline);

@@ -35,6 +35,7 @@
 
 #include "pki/identity.hpp"
 #include "pki/ossl.hpp"
+#include "transport/accept_progress.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/peer_verifier.hpp"
@@ -103,7 +104,10 @@ class Channel {
 
   /// Dials a peer over its Unix socket at `local_path` if that is set and reachable, else (or
   /// if that socket cannot be reached, e.g. from another mount namespace) over TCP at `to`.
-  /// Only an unreachable socket falls back: a failed handshake fails the dial.
+  /// Only an unreachable socket falls back: a failed handshake fails the dial. A connection
+  /// the peer closes before the channel is established (a listener under a flood of
+  /// unauthenticated connections drops some, see higher_rank_acceptor.hpp) is dialed again,
+  /// after a pause that grows to 100 ms, until the deadline.
   static std::unique_ptr<Channel> dial(const LocalEndpoint& local, const Endpoint& to,
                                        const std::string& local_path,
                                        std::uint32_t expected_rank, Deadline deadline,
@@ -111,10 +115,12 @@ class Channel {
 
   /// Runs the server side on an accepted socket. `claim_rank` is called with the verified peer
   /// rank and returns false if that rank is already connected (the channel is then refused with
-  /// errc::peer_duplicate_rank).
+  /// errc::peer_duplicate_rank). `progress`, if set, hears each AcceptProgress reached, on the
+  /// calling thread.
   static std::unique_ptr<Channel> accept(const LocalEndpoint& local, UniqueFd socket,
                                          const std::function<bool(std::uint32_t)>& claim_rank,
-                                         Deadline deadline, ChannelError& error);
+                                         Deadline deadline, ChannelError& error,
+                                         const AcceptProgressHandler& progress = {});
 
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -208,9 +214,16 @@ class Channel {
                                                std::uint32_t expected_rank, Deadline deadline,
                                                ChannelError& error,
                                                std::unique_ptr<SharedRegion> region = nullptr);
+  // One attempt of dial().
+  static std::unique_ptr<Channel> dial_once(const LocalEndpoint& local, const Endpoint& to,
+                                            const std::string& local_path,
+                                            std::uint32_t expected_rank, Deadline deadline,
+                                            ChannelError& error);
+  // `claim_rank` and `progress`: the acceptor's (null for the dialer).
   static std::unique_ptr<Channel> establish(std::unique_ptr<Channel> channel, bool is_client,
                                             PeerRequirements requirements,
                                             const std::function<bool(std::uint32_t)>* claim_rank,
+                                            const AcceptProgressHandler* progress,
                                             std::uint64_t rekey_after, Deadline deadline,
                                             ChannelError& error);
   ChannelError handshake(bool is_client, Deadline deadline);

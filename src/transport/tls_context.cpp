@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "transport/accept_progress.hpp"
 #include "transport/traffic_secrets.hpp"
 
 namespace sempi::transport {
@@ -95,6 +96,8 @@ std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
   SSL_CTX_set_verify_depth(c, 1);
   // The channel's record layer takes over with the traffic secrets (record_layer.hpp).
   enable_secret_capture(c);
+  // An acceptor under a flood hears which connections got as far as a ClientHello.
+  enable_accept_progress(c);
 
   return std::shared_ptr<const TlsContext>(new TlsContext(std::move(ctx)));
 }

@@ -6,6 +6,9 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <atomic>
 #include <future>
 #include <thread>
@@ -74,6 +77,157 @@ TEST(StartupFlood, GenuineRanksConnectPastStalledConnections) {
   EXPECT_EQ(rank0.refused.load(), static_cast<int>(flood.size()));
 }
 
+// Connects without end to `listener`'s TCP port, keeping the last 64 connections open, until
+// stopped; each sends nothing, or (every other one) a TLS record's first byte and stalls.
+class EndlessTcpFlood {
+ public:
+  explicit EndlessTcpFlood(const transport::Listener& listener)
+      : flood_(std::async(std::launch::async, [this, to = listener.endpoint()] {
+          std::vector<transport::UniqueFd> open(64);  // a ring: the oldest goes for the next
+          for (std::size_t i = 0; !stop_; ++i) {
+            std::error_code ec;
+            auto& fd = open[i % open.size()];
+            fd = transport::tcp_connect(to, deadline_in(200ms), ec);
+            const std::uint8_t handshake_record = 0x16;
+            if (fd.valid() && i % 2 == 1) (void)::send(fd.get(), &handshake_record, 1, MSG_NOSIGNAL);
+          }
+        })) {}
+  ~EndlessTcpFlood() {
+    stop_ = true;
+    flood_.wait();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::future<void> flood_;
+};
+
+// Shuts the listener down on the way out of a test, so that a failed check does not leave the
+// acceptor waiting for its deadline.
+struct ShutDownOnExit {
+  transport::Listener& listener;
+  ~ShutDownOnExit() { listener.shutdown(); }
+};
+
+// Waits (bounded) until rank 0 has refused `count` connections: the flood is in full swing.
+bool flood_got_going(const AcceptingRank0& rank0, int count) {
+  const auto give_up = transport::Clock::now() + 60s;
+  while (rank0.refused < count && transport::Clock::now() < give_up) std::this_thread::yield();
+  return rank0.refused >= count;
+}
+
+// Ranks on other hosts come over TCP, where the flood is. A genuine rank's connection is
+// dropped only after every connection that came less far, never once its certificate is
+// proven, and a rank whose connection was dropped all the same dials again: the old acceptor
+// dropped the oldest connection whatever it was, and a dial failed on the first drop.
+TEST(StartupFlood, RanksOnOtherHostsConnectDuringAnEndlessTcpFlood) {
+  const TestJob job(kRanks);
+  transport::Listener listener(loopback_any_port());
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
+  const EndlessTcpFlood flood(listener);
+  ASSERT_TRUE(flood_got_going(rank0, 40)) << "the flood never got going";
+  const auto start = transport::Clock::now();
+  const auto dialed = dial_higher_ranks([&](std::uint32_t rank, ChannelError& error) {
+    return Channel::dial(job.endpoint(rank), listener.endpoint(), "", 0, long_deadline(), error);
+  });
+  EXPECT_EQ(rank0.result.get(), "");
+  EXPECT_LT(transport::Clock::now() - start, 30s);
+  for (std::uint32_t rank = 1; rank < kRanks; ++rank) {
+    ASSERT_NE(rank0.accepted[rank], nullptr) << "rank " << rank;
+    EXPECT_EQ(rank0.accepted[rank]->peer().rank, rank);
+  }
+}
+
+// A connection that sent its ClientHello outlasts the connections that sent nothing: the
+// acceptor drops those first, however old the ClientHello's connection is. (The old acceptor
+// dropped the oldest connection, whatever it had sent.)
+TEST(StartupFlood, ASilentFloodDropsNoConnectionThatSentItsClientHello) {
+  const TestJob job(2);
+  transport::Listener listener(loopback_any_port());
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
+  const ShutDownOnExit stop_accepting{listener};
+
+  // Rank 1's client sends its ClientHello and stops there: it writes into memory, and only
+  // the ClientHello goes to the socket. Once the server's first flight has arrived, the
+  // acceptor has heard of the ClientHello (accept_progress.hpp).
+  std::error_code ec;
+  transport::UniqueFd hello_fd = transport::tcp_connect(listener.endpoint(), long_deadline(), ec);
+  ASSERT_TRUE(hello_fd.valid()) << ec.message();
+  const auto rank1 = job.endpoint(1);
+  pki::SslPtr client{SSL_new(rank1.tls->get())};
+  ASSERT_TRUE(client);
+  BIO* written = BIO_new(BIO_s_mem());
+  BIO* to_read = BIO_new(BIO_s_mem());
+  ASSERT_TRUE(written != nullptr && to_read != nullptr);
+  SSL_set_bio(client.get(), to_read, written);  // owned by the SSL from here
+  SSL_set_connect_state(client.get());
+  ASSERT_EQ(SSL_get_error(client.get(), SSL_do_handshake(client.get())), SSL_ERROR_WANT_READ);
+  std::vector<std::uint8_t> client_hello(static_cast<std::size_t>(BIO_pending(written)));
+  ASSERT_GT(client_hello.size(), 0u);
+  ASSERT_EQ(BIO_read(written, client_hello.data(), static_cast<int>(client_hello.size())),
+            static_cast<int>(client_hello.size()));
+  ASSERT_EQ(::send(hello_fd.get(), client_hello.data(), client_hello.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(client_hello.size()));
+  ASSERT_FALSE(transport::wait_fd(hello_fd.get(), transport::WaitFor::read, long_deadline()));
+
+  std::vector<transport::UniqueFd> silent;
+  for (std::size_t i = 0; i < detail::kMaxPendingHandshakes + 8; ++i) {
+    silent.push_back(transport::tcp_connect(listener.endpoint(), long_deadline(), ec));
+    ASSERT_TRUE(silent.back().valid()) << ec.message();
+  }
+  // Room was made nine times (32 pending, then each further connection).
+  ASSERT_TRUE(flood_got_going(rank0, 9)) << "the acceptor never made room";
+
+  // The server never shut the ClientHello's connection down: its flight, then nothing more.
+  for (;;) {
+    std::uint8_t bytes[4096];
+    const ssize_t n = ::recv(hello_fd.get(), bytes, sizeof bytes, MSG_DONTWAIT);
+    ASSERT_NE(n, 0) << "the acceptor dropped the connection that had sent its ClientHello";
+    if (n < 0) {
+      ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
+      break;
+    }
+  }
+  ChannelError error;
+  auto channel = Channel::dial(rank1, listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_NE(channel, nullptr) << error.message();
+  EXPECT_EQ(rank0.result.get(), "");
+}
+
+// A dial whose connection the listener drops before the channel is established dials again
+// (the old dial failed the rank's start-up on the first drop).
+TEST(StartupFlood, ADialTheListenerDropsIsDialedAgain) {
+  const TestJob job(2);
+  transport::Listener listener(loopback_any_port());
+  auto acceptor = std::async(std::launch::async, [&]() -> std::unique_ptr<Channel> {
+    std::error_code ec;
+    {
+      // The first connection goes as a flooded acceptor drops one: shut down unanswered.
+      transport::UniqueFd dropped = listener.accept(long_deadline(), ec);
+      if (!dropped.valid()) return nullptr;
+      if (transport::wait_fd(dropped.get(), transport::WaitFor::read, long_deadline())) {
+        return nullptr;
+      }
+      ::shutdown(dropped.get(), SHUT_RDWR);
+    }
+    transport::UniqueFd socket = listener.accept(long_deadline(), ec);
+    if (!socket.valid()) return nullptr;
+    ChannelError error;
+    auto channel = Channel::accept(job.endpoint(0), std::move(socket),
+                                   [](std::uint32_t) { return true; }, long_deadline(), error);
+    EXPECT_NE(channel, nullptr) << error.message();
+    return channel;
+  });
+  const ShutDownOnExit stop_accepting{listener};
+  ChannelError error;
+  auto channel = Channel::dial(job.endpoint(1), listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_NE(channel, nullptr) << error.message();
+  EXPECT_EQ(channel->peer().rank, 0u);
+  const auto accepted = acceptor.get();
+  ASSERT_NE(accepted, nullptr);
+  EXPECT_EQ(accepted->peer().rank, 1u);
+}
+
 // Ranks on one host come through the Unix socket, which only this user can reach: a flood
 // that never lets up on the TCP port must not starve them (accept() serves the Unix socket
 // first; served in turn, they would wait behind a queue the flood keeps full).
@@ -83,26 +237,8 @@ TEST(StartupFlood, RanksOnThisHostConnectDuringAnEndlessTcpFlood) {
   transport::Listener listener(loopback_any_port(), dir.path());
   ASSERT_FALSE(listener.local_path().empty()) << listener.local_failure();
   AcceptingRank0 rank0(job, listener, deadline_in(60s));
-
-  std::atomic<bool> stop{false};
-  auto flood = std::async(std::launch::async, [&] {
-    std::vector<transport::UniqueFd> open(64);  // a ring: the oldest is closed for the next
-    for (std::size_t i = 0; !stop; ++i) {
-      std::error_code ec;
-      open[i % open.size()] =
-          transport::tcp_connect(listener.endpoint(), deadline_in(200ms), ec);
-    }
-  });
-  struct StopFlood {  // before `flood` is waited for, on every way out of this test
-    std::atomic<bool>& stop;
-    ~StopFlood() { stop = true; }
-  } stop_flood{stop};
-  // The flood is in full swing: the acceptor has dropped dozens of its connections.
-  const auto flood_deadline = transport::Clock::now() + 60s;
-  while (rank0.refused < 40 && transport::Clock::now() < flood_deadline) {
-    std::this_thread::yield();
-  }
-  ASSERT_GE(rank0.refused.load(), 40) << "the flood never got going";
+  const EndlessTcpFlood flood(listener);
+  ASSERT_TRUE(flood_got_going(rank0, 40)) << "the flood never got going";
   const auto start = transport::Clock::now();
   const auto dialed = dial_higher_ranks([&](std::uint32_t rank, ChannelError& error) {
     return Channel::connect_local(job.endpoint(rank), listener.local_path(), 0, long_deadline(),
