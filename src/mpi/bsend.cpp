@@ -43,8 +43,8 @@ void reap(AttachedBuffer& b, bool all) noexcept {
   }
 }
 
-// Copies the message into the first free stretch that holds it and starts sending it from
-// there; throws MPI_ERR_BUFFER if no stretch does.
+}  // namespace
+
 void buffered_send(const Communicator& comm, const void* buf, int count, const TypeMap& type,
                    int dest, int tag) {
   if (dest == MPI_PROC_NULL) {
@@ -76,8 +76,6 @@ void buffered_send(const Communicator& comm, const void* buf, int count, const T
   static_cast<void>(r.test());
   b.messages.insert(next, Buffered{offset, length, std::move(r)});
 }
-
-}  // namespace
 
 void drain_buffered_sends() noexcept {
   std::lock_guard lock(g_mu);

@@ -337,6 +337,11 @@ void reap_detached();
 void settle_detached_at_finalize();
 /// MPI_Finalize, once the runtime is gone: frees what is left without waiting for it.
 void discard_detached() noexcept;
+/// Buffered mode (MPI_Bsend and its kin): copies the message into the first free stretch of the
+/// attached buffer that holds it and starts sending it from there; throws MPI_ERR_BUFFER if no
+/// stretch does.
+void buffered_send(const Communicator& comm, const void* buf, int count, const TypeMap& type,
+                   int dest, int tag);
 /// Waits until every buffered message (MPI_Bsend) has been sent, then detaches the buffer.
 void drain_buffered_sends() noexcept;
 

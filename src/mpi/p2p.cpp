@@ -703,6 +703,19 @@ int MPI_Ssend_init(const void* buf, int count, MPI_Datatype datatype, int dest, 
                          request);
 }
 
+int MPI_Bsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request) {
+  return persistent_init("MPI_Bsend_init", Mode::bsend, buf, count, datatype, dest, tag, comm,
+                         request);
+}
+
+// A ready send is a standard send here, as MPI_Rsend (the receive is posted by contract).
+int MPI_Rsend_init(const void* buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request* request) {
+  return persistent_init("MPI_Rsend_init", Mode::send, buf, count, datatype, dest, tag, comm,
+                         request);
+}
+
 int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int tag,
                   MPI_Comm comm, MPI_Request* request) {
   return persistent_init("MPI_Recv_init", Mode::recv, buf, count, datatype, source, tag, comm,
@@ -720,6 +733,10 @@ int MPI_Start(MPI_Request* request) {
       if (a.mode == Mode::recv) {
         r->request = start_recv(a.comm, const_cast<void*>(a.buf), a.count, a.type, a.peer, a.tag,
                                 r->staged_recv);
+      } else if (a.mode == Mode::bsend) {
+        // Complete once the message is in the buffer, as MPI_Ibsend (MPI 3.1 section 3.9).
+        buffered_send(a.comm, a.buf, a.count, *a.type, a.peer, a.tag);
+        r->request = sempi::Request();
       } else {
         r->request = start_send(a.comm, a.buf, a.count, *a.type, a.peer, a.tag,
                                 a.mode == Mode::ssend, r->staged_send);

@@ -11,7 +11,7 @@
 
 struct sempi_mpi_request {
   enum class Kind { send, recv, collective };
-  enum class Mode { send, ssend, recv };
+  enum class Mode { send, ssend, bsend, recv };
 
   std::uint32_t magic = sempi::mpi::kRequestMagic;
   Kind kind = Kind::send;

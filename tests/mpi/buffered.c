@@ -1,6 +1,7 @@
-/* Buffered and ready mode sends (MPI 3.1 sections 3.4, 3.6): MPI_Bsend / MPI_Ibsend copy the
- * message into the attached buffer (MPI_ERR_BUFFER when it does not fit), MPI_Buffer_detach
- * waits until the buffered messages are sent; MPI_Rsend / MPI_Irsend reach posted receives. */
+/* Buffered and ready mode sends (MPI 3.1 sections 3.4, 3.6, 3.9): MPI_Bsend / MPI_Ibsend /
+ * MPI_Bsend_init copy the message into the attached buffer (MPI_ERR_BUFFER when it does not
+ * fit), MPI_Buffer_detach waits until the buffered messages are sent; MPI_Rsend / MPI_Irsend /
+ * MPI_Rsend_init reach posted receives. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,60 @@ static void ready_mode(int rank, int left, int right) {
   CHECK(got[0] == left && got[1] == left);
 }
 
+/* Persistent buffered and ready sends: each start sends the buffer's current contents. */
+static void persistent_modes(int rank, int left, int right) {
+  enum { kStarts = 3 };
+  int pack = 0;
+  CHECK_MPI(MPI_Pack_size(1, MPI_INT, MPI_COMM_WORLD, &pack));
+  const int bufsize = kStarts * (pack + MPI_BSEND_OVERHEAD);
+  char* buffer = malloc((size_t)bufsize);
+  CHECK(buffer != NULL);
+  int value = -1;
+  MPI_Request bsend;
+  MPI_Request rsend;
+  CHECK_MPI(MPI_Bsend_init(&value, 1, MPI_INT, right, 30, MPI_COMM_WORLD, &bsend));
+  CHECK_MPI(MPI_Rsend_init(&value, 1, MPI_INT, right, 31, MPI_COMM_WORLD, &rsend));
+#ifdef SEMPI_MPI
+  /* Started with no buffer attached, it fails and stays inactive. (Open MPI 4.1 sends small
+   * messages anyway.) */
+  CHECK(error_class_of(MPI_Start(&bsend)) == MPI_ERR_BUFFER);
+#endif
+  CHECK_MPI(MPI_Buffer_attach(buffer, bufsize));
+
+  int got[2][kStarts];
+  MPI_Request recvs[2][kStarts];
+  for (int k = 0; k < kStarts; ++k) {
+    CHECK_MPI(MPI_Irecv(&got[0][k], 1, MPI_INT, left, 30, MPI_COMM_WORLD, &recvs[0][k]));
+    CHECK_MPI(MPI_Irecv(&got[1][k], 1, MPI_INT, left, 31, MPI_COMM_WORLD, &recvs[1][k]));
+  }
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every ready send's receive is posted */
+  for (int k = 0; k < kStarts; ++k) {
+    value = rank * 100 + k;
+    CHECK_MPI(MPI_Start(&bsend));
+    CHECK_MPI(MPI_Wait(&bsend, MPI_STATUS_IGNORE));
+    CHECK(bsend != MPI_REQUEST_NULL); /* persistent: inactive again, not freed */
+    CHECK_MPI(MPI_Start(&rsend));
+    CHECK_MPI(MPI_Wait(&rsend, MPI_STATUS_IGNORE));
+  }
+  value = -1; /* the buffered copies went out with the values they had at their start */
+  void* detached = NULL;
+  int detached_size = 0;
+  CHECK_MPI(MPI_Buffer_detach(&detached, &detached_size));
+  CHECK_MPI(MPI_Waitall(kStarts, recvs[0], MPI_STATUSES_IGNORE));
+  CHECK_MPI(MPI_Waitall(kStarts, recvs[1], MPI_STATUSES_IGNORE));
+  for (int k = 0; k < kStarts; ++k) CHECK(got[0][k] == left * 100 + k && got[1][k] == left * 100 + k);
+
+  /* To MPI_PROC_NULL it needs no buffer. */
+  MPI_Request null_bsend;
+  CHECK_MPI(MPI_Bsend_init(&value, 1, MPI_INT, MPI_PROC_NULL, 30, MPI_COMM_WORLD, &null_bsend));
+  CHECK_MPI(MPI_Start(&null_bsend));
+  CHECK_MPI(MPI_Wait(&null_bsend, MPI_STATUS_IGNORE));
+  CHECK_MPI(MPI_Request_free(&null_bsend));
+  CHECK_MPI(MPI_Request_free(&bsend));
+  CHECK_MPI(MPI_Request_free(&rsend));
+  free(buffer);
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
@@ -131,6 +186,7 @@ int main(int argc, char** argv) {
   buffered_ring(rank, left, right);
   if (size >= 2) buffer_full(rank);
   ready_mode(rank, left, right);
+  persistent_modes(rank, left, right);
   CHECK_MPI(MPI_Finalize());
   return 0;
 }
