@@ -5,9 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <list>
 #include <mutex>
-#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -31,24 +31,26 @@ struct Handshake {
   // acceptor can shut the connection down without racing the handshake closing its own fd.
   UniqueFd watch;
   bool finished = false;
-  // How far the peer has come (Channel::accept's progress): a flood's connections are dropped
-  // before any that got further, and one whose peer proved a certificate of this job never is.
-  std::optional<transport::AcceptProgress> progress;
+  // How far the peer has come (Channel::accept's progress). A flood's connections are dropped
+  // before any that got further. One whose peer proved a certificate for a rank this acceptor
+  // still waits for (the first such connection per rank) is vouched for: never dropped, and
+  // not counted.
+  enum class Stage { connected, client_hello, vouched } stage = Stage::connected;
+  std::uint32_t vouched_rank = 0;
   const char* dropped = nullptr;  // why the acceptor shut the connection down, if it did
 
-  [[nodiscard]] bool droppable() const noexcept {
-    return !finished && !local && progress != transport::AcceptProgress::peer_verified;
+  [[nodiscard]] bool tcp_running() const noexcept { return !finished && !local; }
+  /// Counted against kMaxPendingHandshakes, and may be dropped.
+  [[nodiscard]] bool unproven() const noexcept {
+    return tcp_running() && watch.valid() && stage != Stage::vouched;
   }
 };
 
 // The connection to drop for a new one: the oldest of those that came least far.
 Handshake* victim(std::list<Handshake>& handshakes) {
   Handshake* chosen = nullptr;
-  const auto rank = [](const Handshake& h) { return h.progress ? 1 : 0; };
   for (auto& h : handshakes) {
-    if (h.droppable() && h.watch.valid() && (chosen == nullptr || rank(h) < rank(*chosen))) {
-      chosen = &h;
-    }
+    if (h.unproven() && (chosen == nullptr || h.stage < chosen->stage)) chosen = &h;
   }
   return chosen;
 }
@@ -76,6 +78,18 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     audit("connection.refuse", false, -1, reason, nullptr);
   };
 
+  // A verified peer's rank that this acceptor still waits for, and no other pending connection
+  // is vouched for (under mu). Anything else keeps counting: a rank that is connected, below
+  // us or kept away by the policy, could otherwise hold any number of threads.
+  const auto wanted = [&](std::uint32_t rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    if (static_cast<int>(rank) <= my_rank || r >= connected.size() || connected[r]) return false;
+    if (!may_talk(static_cast<int>(rank))) return false;
+    return std::none_of(handshakes.begin(), handshakes.end(), [&](const Handshake& h) {
+      return h.tcp_running() && h.stage == Handshake::Stage::vouched && h.vouched_rank == rank;
+    });
+  };
+
   const auto handshake = [&](UniqueFd socket, Handshake* self) {
     std::string refused_by_policy;
     // Claimed only once the peer has fully proven its identity (see Channel::establish).
@@ -96,9 +110,14 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     try {
       channel = Channel::accept(local, std::move(socket), claim,
                                 std::min(deadline, transport::Clock::now() + kHandshakeTimeout),
-                                error, [&](transport::AcceptProgress reached) {
+                                error, [&](transport::AcceptProgress reached, std::uint32_t rank) {
                                   std::lock_guard lock(mu);
-                                  self->progress = reached;
+                                  if (reached == transport::AcceptProgress::client_hello) {
+                                    self->stage = Handshake::Stage::client_hello;
+                                  } else if (wanted(rank)) {
+                                    self->stage = Handshake::Stage::vouched;
+                                    self->vouched_rank = rank;
+                                  }
                                 });
     } catch (const std::exception& e) {
       error.detail = e.what();
@@ -148,11 +167,23 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
       break;
     }
     const bool local_socket = transport::is_unix_socket(socket.get());
-    std::size_t pending = 0;
-    for (const auto& h : handshakes) pending += h.droppable() ? 1 : 0;
-    if (!local_socket && pending >= kMaxPendingHandshakes) {
-      if (Handshake* h = victim(handshakes); h != nullptr) {
-        drop(*h, "dropped: the oldest of too many unauthenticated connections");
+    if (!local_socket) {
+      std::size_t unproven = 0;
+      std::size_t closing = 0;  // dropped, their threads not finished yet
+      for (const auto& h : handshakes) {
+        unproven += h.unproven() ? 1 : 0;
+        closing += h.tcp_running() && !h.watch.valid() ? 1 : 0;
+      }
+      if (closing >= kMaxPendingHandshakes) {
+        // Dropped threads waiting for a core: threads stay bounded, and the peer dials again.
+        refuse("refused: too many dropped connections are still closing");
+        continue;
+      }
+      if (unproven >= kMaxPendingHandshakes) {
+        if (Handshake* h = victim(handshakes); h != nullptr) {
+          drop(*h, "dropped: too many unauthenticated connections, and it came least far "
+                   "(oldest first)");
+        }
       }
     }
     UniqueFd watch{::fcntl(socket.get(), F_DUPFD_CLOEXEC, 0)};

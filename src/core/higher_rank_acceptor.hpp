@@ -5,13 +5,16 @@
 // the handshakes run one at a time, a few connections that never finish theirs would hold the
 // genuine ranks in the listen backlog until the start-up deadline. Here a stalled connection
 // holds only its own thread; at most kMaxPendingHandshakes run at once, and beyond that one is
-// dropped: the oldest of those that came least far (nothing before a whole ClientHello), so a
-// genuine rank, which sends its ClientHello at once and completes its handshake within
-// milliseconds, goes only after every connection that has not spoken. A connection whose peer
-// proved a certificate of this job is never dropped and does not count. A dropped genuine rank
-// dials again (Channel::dial). Connections over the Unix socket come from this user's processes
-// only; they neither count nor are dropped, so a TCP flood cannot push the ranks on this host
-// out.
+// dropped: the oldest of those that came least far. A genuine rank sends its ClientHello at
+// once, so once its handshake thread has read it, it goes only after every connection that has
+// not sent one. A connection whose peer proved a certificate for a rank this acceptor still
+// waits for (the first such connection per rank) is never dropped and does not count; any
+// other verified peer (a rank already connected, or one the policy keeps away) counts as
+// before. Dropped connections whose threads are still closing are bounded too: past
+// kMaxPendingHandshakes of them, new TCP connections are refused at once. A dropped genuine
+// rank dials again (Channel::dial). Connections over the Unix socket come from this user's
+// processes only; they neither count nor are dropped, so a TCP flood cannot push the ranks on
+// this host out.
 
 #include <functional>
 #include <memory>

@@ -10,7 +10,10 @@ int handler_index() {
 
 int on_client_hello(SSL* ssl, int* /*alert*/, void* /*arg*/) {
   const auto* handler = static_cast<const AcceptProgressHandler*>(SSL_get_ex_data(ssl, handler_index()));
-  if (handler != nullptr && *handler) (*handler)(AcceptProgress::client_hello);
+  try {
+    if (handler != nullptr && *handler) (*handler)(AcceptProgress::client_hello, 0);
+  } catch (...) {  // must not unwind through OpenSSL; a missed report only costs priority
+  }
   return SSL_CLIENT_HELLO_SUCCESS;
 }
 

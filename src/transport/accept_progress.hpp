@@ -8,6 +8,7 @@
 
 #include <openssl/ssl.h>
 
+#include <cstdint>
 #include <functional>
 
 namespace sempi::transport {
@@ -17,7 +18,10 @@ enum class AcceptProgress {
   peer_verified,  ///< the peer proved a certificate of this job and the identity in it
 };
 
-using AcceptProgressHandler = std::function<void(AcceptProgress)>;
+/// Hears a stage reached; `rank` is the rank the peer's certificate names (peer_verified only,
+/// 0 otherwise). Runs on the accepting thread, inside OpenSSL for client_hello: it must not
+/// throw (an exception there is caught and ignored).
+using AcceptProgressHandler = std::function<void(AcceptProgress, std::uint32_t rank)>;
 
 /// Installs the ClientHello callback on a context (once, at context creation).
 void enable_accept_progress(SSL_CTX* ctx);

@@ -184,13 +184,15 @@ std::unique_ptr<Channel> Channel::dial(const LocalEndpoint& local, const Endpoin
                                        const std::string& local_path,
                                        std::uint32_t expected_rank, Deadline deadline,
                                        ChannelError& error) {
+  constexpr int kMaxAttempts = 10;  // pauses add up to ~0.3 s
   constexpr auto kLongestPause = std::chrono::milliseconds(100);
   auto pause = std::chrono::milliseconds(1);
   for (int attempt = 1;; ++attempt) {
     auto channel = dial_once(local, to, local_path, expected_rank, deadline, error);
-    // Only a close: anything the peer said (an alert, a HELLO we refused) is its answer.
+    // Only a close: anything the peer said (an alert, a HELLO we refused) is its answer. A
+    // peer that closes on us for another reason gets a few attempts, not the whole deadline.
     if (channel || error.code != errc::connection_closed) return channel;
-    if (Clock::now() + pause >= deadline) {
+    if (attempt == kMaxAttempts || Clock::now() + pause >= deadline) {
       error.detail += " (" + std::to_string(attempt) + " attempts)";
       return nullptr;
     }
@@ -289,7 +291,7 @@ std::unique_ptr<Channel> Channel::establish(std::unique_ptr<Channel> channel, bo
     error.code = ec;
     return nullptr;
   }
-  if (progress != nullptr) (*progress)(AcceptProgress::peer_verified);
+  if (progress != nullptr) (*progress)(AcceptProgress::peer_verified, channel->peer_.rank);
   error = channel->start_record_layer(is_client, rekey_after);
   if (error.code) return nullptr;
   error = channel->exchange_hello(deadline);

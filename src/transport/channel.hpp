@@ -107,7 +107,7 @@ class Channel {
   /// Only an unreachable socket falls back: a failed handshake fails the dial. A connection
   /// the peer closes before the channel is established (a listener under a flood of
   /// unauthenticated connections drops some, see higher_rank_acceptor.hpp) is dialed again,
-  /// after a pause that grows to 100 ms, until the deadline.
+  /// up to 10 attempts, after pauses that grow from 1 to 100 ms (~0.3 s in all).
   static std::unique_ptr<Channel> dial(const LocalEndpoint& local, const Endpoint& to,
                                        const std::string& local_path,
                                        std::uint32_t expected_rank, Deadline deadline,

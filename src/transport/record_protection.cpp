@@ -162,6 +162,7 @@ bool RecordProtection::open(const std::uint8_t* header, std::span<const std::uin
   if (body.size() < kAeadTagSize) return false;
   const std::size_t length = body.size() - kAeadTagSize;
   const std::size_t first = std::min(length, dst.size());
+  if (length > first && rest == nullptr) return false;  // nowhere for the rest to go
   std::uint8_t nonce[12];
   next_nonce(nonce);
   // The cipher decrypts before the tag is checked. A record that fails leaves no plaintext

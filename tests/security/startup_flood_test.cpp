@@ -112,14 +112,16 @@ struct ShutDownOnExit {
 // Waits (bounded) until rank 0 has refused `count` connections: the flood is in full swing.
 bool flood_got_going(const AcceptingRank0& rank0, int count) {
   const auto give_up = transport::Clock::now() + 60s;
-  while (rank0.refused < count && transport::Clock::now() < give_up) std::this_thread::yield();
+  while (rank0.refused < count && transport::Clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);  // polling, bounded: the acceptor needs the core
+  }
   return rank0.refused >= count;
 }
 
-// Ranks on other hosts come over TCP, where the flood is. A genuine rank's connection is
-// dropped only after every connection that came less far, never once its certificate is
-// proven, and a rank whose connection was dropped all the same dials again: the old acceptor
-// dropped the oldest connection whatever it was, and a dial failed on the first drop.
+// Ranks on other hosts come over TCP, where the flood is. A regression check: one flooding
+// thread on loopback does not land 32 connections during a genuine handshake, so the acceptor
+// that dropped the oldest connection whatever it was passed this too. The tests below pin the
+// order in which connections are dropped and the dial's retry.
 TEST(StartupFlood, RanksOnOtherHostsConnectDuringAnEndlessTcpFlood) {
   const TestJob job(kRanks);
   transport::Listener listener(loopback_any_port());
@@ -191,6 +193,62 @@ TEST(StartupFlood, ASilentFloodDropsNoConnectionThatSentItsClientHello) {
   ChannelError error;
   auto channel = Channel::dial(rank1, listener.endpoint(), "", 0, long_deadline(), error);
   ASSERT_NE(channel, nullptr) << error.message();
+  EXPECT_EQ(rank0.result.get(), "");
+}
+
+// A peer that completes TLS with a genuine certificate of this job and then stalls, as a
+// compromised rank could, any number of times.
+struct StalledTlsPeer {
+  transport::UniqueFd fd;
+  pki::SslPtr ssl;
+};
+
+StalledTlsPeer stalled_tls_peer(const transport::LocalEndpoint& as, const transport::Endpoint& to) {
+  StalledTlsPeer p;
+  std::error_code ec;
+  p.fd = transport::tcp_connect(to, long_deadline(), ec);
+  EXPECT_TRUE(p.fd.valid()) << ec.message();
+  p.ssl.reset(SSL_new(as.tls->get()));
+  if (!p.fd.valid() || !p.ssl || SSL_set_fd(p.ssl.get(), p.fd.get()) != 1) return p;
+  SSL_set_connect_state(p.ssl.get());
+  for (;;) {
+    const int rc = SSL_do_handshake(p.ssl.get());
+    if (rc == 1) return p;  // and no HELLO follows
+    const int err = SSL_get_error(p.ssl.get(), rc);
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
+      ADD_FAILURE() << "TLS handshake failed: " << err;
+      return p;
+    }
+    const auto what = err == SSL_ERROR_WANT_READ ? transport::WaitFor::read : transport::WaitFor::write;
+    if (transport::wait_fd(p.fd.get(), what, long_deadline())) {
+      ADD_FAILURE() << "TLS handshake timed out";
+      return p;
+    }
+  }
+}
+
+// Only the first verified connection for a rank the acceptor still waits for is spared. A
+// certificate for a rank already connected buys nothing: such connections count and are
+// dropped like unauthenticated ones, so a compromised rank cannot hold unbounded threads.
+TEST(StartupFlood, VerifiedPeersForARankAlreadyConnectedStillCount) {
+  const TestJob job(3);
+  transport::Listener listener(loopback_any_port());
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
+  const ShutDownOnExit stop_accepting{listener};
+  ChannelError error;
+  auto rank1 = Channel::dial(job.endpoint(1), listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_NE(rank1, nullptr) << error.message();
+
+  const auto as_rank1 = job.endpoint(1);
+  std::vector<StalledTlsPeer> stalled;
+  for (std::size_t i = 0; i < detail::kMaxPendingHandshakes + 8; ++i) {
+    stalled.push_back(stalled_tls_peer(as_rank1, listener.endpoint()));
+    ASSERT_FALSE(HasFailure());
+  }
+  ASSERT_TRUE(flood_got_going(rank0, 8)) << "verified connections for rank 1 were never dropped";
+
+  auto rank2 = Channel::dial(job.endpoint(2), listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_NE(rank2, nullptr) << error.message();
   EXPECT_EQ(rank0.result.get(), "");
 }
 
