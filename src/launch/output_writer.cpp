@@ -70,8 +70,9 @@ bool write_fully(int fd, const char* data, std::size_t size) {
 
 }  // namespace
 
-OutputWriter::OutputWriter(int fd, std::function<void()> wake)
-    : state_(std::make_shared<State>()) {
+OutputWriter::OutputWriter(int fd, std::function<void()> wake,
+                           std::chrono::milliseconds final_wait)
+    : state_(std::make_shared<State>()), final_wait_(final_wait) {
   state_->fd = fd;
   state_->wake = std::move(wake);
   // Signals are the event loop's: the thread starts with all of them blocked (a new thread
@@ -95,7 +96,7 @@ OutputWriter::~OutputWriter() {
     state_->stopping = true;
     state_->work.notify_one();
     if (!state_->abandoned) {
-      state_->progress.wait_for(lock, kFinalWriteWait, [&] { return state_->queued == 0; });
+      state_->progress.wait_for(lock, final_wait_, [&] { return state_->queued == 0; });
     }
     idle = state_->queued == 0;
     if (!idle) state_->wake = nullptr;  // whatever it wakes may be gone by the time it writes

@@ -33,9 +33,11 @@ class OutputWriter {
  public:
   /// `fd` stays owned by the caller and open for the writer's life. `wake` is called on the
   /// writer thread when a wait armed by congested() or drained() is over; it must not block
-  /// (writing a byte to a self-pipe is what the launcher does).
-  OutputWriter(int fd, std::function<void()> wake);
-  /// Waits up to kFinalWriteWait for what is queued to be written, unless abandon() was called,
+  /// (writing a byte to a self-pipe is what the launcher does). `final_wait`: see the
+  /// destructor (tests lengthen it, so that waiting by mistake cannot pass for a slow machine).
+  OutputWriter(int fd, std::function<void()> wake,
+               std::chrono::milliseconds final_wait = kFinalWriteWait);
+  /// Waits up to `final_wait` for what is queued to be written, unless abandon() was called,
   /// then joins the thread. A thread still blocked in write() after that (the reader is not
   /// reading) is detached: it writes on if the reader comes back before the process ends, and
   /// what is left then is lost.
@@ -64,6 +66,7 @@ class OutputWriter {
   static void run(State& state);  // the thread's body
 
   std::shared_ptr<State> state_;  // shared with the thread, which may outlive this object
+  std::chrono::milliseconds final_wait_;
   std::thread thread_;
 };
 

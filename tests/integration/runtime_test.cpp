@@ -144,7 +144,8 @@ TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {
 // A thread asleep in poll() is woken by a message another thread of its rank sends to the rank
 // itself, not by poll()'s timeout (no socket carries it).
 TEST(PointToPointProgress, SendToSelfWakesAThreadAsleepInPoll) {
-  const auto result = run(2, "selfwake", {"-x", "SEMPI_SPIN_US=0"}, 120s);
+  // One rank: its two threads are the whole job, two fewer to share the cores with.
+  const auto result = run(1, "selfwake", {"-x", "SEMPI_SPIN_US=0"}, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
@@ -326,12 +327,22 @@ TEST(Failure, ProbeForAFinalizedRankFails) {
 }
 
 TEST(Failure, SigintToTheLauncherTearsTheJobDown) {
-  const auto result = run_job({SEMPIRUN_PATH, "-n", "3", P2P_CHECK_PATH, "sleep"}, 120s,
-                              [](pid_t pid) {
-                                // Give the ranks time to start; then interrupt as Ctrl-C would.
-                                std::this_thread::sleep_for(1s);
+  const TempDir dir;
+  const auto ready = std::filesystem::path(dir.path()) / "ready";
+  bool was_running = false;
+  const auto result = run_job({SEMPIRUN_PATH, "-n", "3", P2P_CHECK_PATH, "sleep", ready.string()},
+                              120s, [&](pid_t pid) {
+                                // Once every rank runs (rank 0 says so after a barrier),
+                                // interrupt as Ctrl-C would. Polled, bounded.
+                                const auto give_up = std::chrono::steady_clock::now() + 60s;
+                                while (!std::filesystem::exists(ready) &&
+                                       std::chrono::steady_clock::now() < give_up) {
+                                  std::this_thread::sleep_for(10ms);
+                                }
+                                was_running = std::filesystem::exists(ready);
                                 ::kill(pid, SIGINT);
                               });
+  EXPECT_TRUE(was_running) << result.output;
   EXPECT_EQ(result.exit_code, 130) << result.output;
   EXPECT_LT(result.seconds, 30) << result.output;
 }

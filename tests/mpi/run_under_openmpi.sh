@@ -41,7 +41,9 @@ for src in "${sources[@]}"; do
     continue
   fi
   for n in 1 2 3 4; do
-    timeout 120 mpirun --oversubscribe --allow-run-as-root --mca btl self,tcp -n "$n" \
+    # Loopback only: Open MPI leaves lo out of its TCP transports unless told.
+    timeout 120 mpirun --oversubscribe --allow-run-as-root --mca btl self,tcp \
+      --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -n "$n" \
       "$work/$name" > "$work/$name.$n.log" 2>&1
     status=$?
     ok=0

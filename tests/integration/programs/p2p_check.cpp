@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -269,11 +270,13 @@ void threads(const sempi::Communicator& world) {
 // Two threads of one rank hand a value back and forth through messages to the rank itself,
 // with spinning off (SEMPI_SPIN_US=0, set by the test): the waiting thread holds the progress
 // token asleep in poll(), and no socket wakes it. Each hand-over must wake it at once, not at
-// poll()'s 10 ms timeout: 300 round trips took seconds before, milliseconds now.
+// poll()'s 10 ms timeout. A missed wake-up shows as a round trip of about 10 ms: before the
+// fix nearly every one took that long. Counting those, rather than timing the whole run,
+// holds on a loaded machine, where a few round trips may wait that long for a core.
 void self_wake(const sempi::Communicator& world) {
   constexpr int kRounds = 300;
+  constexpr auto kStall = std::chrono::milliseconds(8);
   const int me = world.rank();
-  const auto start = std::chrono::steady_clock::now();
   std::thread echo([&] {
     for (int i = 0; i < kRounds; ++i) {
       int value = -1;
@@ -282,19 +285,19 @@ void self_wake(const sempi::Communicator& world) {
       world.send(value, me, 2);
     }
   });
+  int stalled = 0;
   for (int i = 0; i < kRounds; ++i) {
+    const auto start = std::chrono::steady_clock::now();
     world.send(i, me, 1);
     int back = -1;
     (void)world.recv(back, me, 2);
     CHECK(back == i);
+    if (std::chrono::steady_clock::now() - start >= kStall) ++stalled;
   }
   echo.join();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
-  std::fprintf(stderr, "rank %d: %d round trips between two threads in %lld ms\n", me, kRounds,
-               static_cast<long long>(ms));
-  CHECK(ms < 1500);
+  std::fprintf(stderr, "rank %d: %d of %d round trips between two threads took 8 ms or more\n",
+               me, stalled, kRounds);
+  CHECK(stalled < kRounds / 2);
 }
 
 void edge_cases(const sempi::Communicator& world) {
@@ -706,7 +709,9 @@ int main(int argc, char** argv) {
     reset_while_paused(world, argc > 2 ? argv[2] : ".");
     return 0;
   }
-  if (scenario == "sleep") {
+  if (scenario == "sleep") {  // argv[2], if given: a file rank 0 creates once all ranks run
+    world.barrier();
+    if (world.rank() == 0 && argc > 2) std::ofstream(argv[2]) << "ready\n";
     for (;;) ::pause();
   }
   if (scenario == "probegone") {  // rank 0 finalizes at once
