@@ -1,5 +1,5 @@
-// MPI_Alltoallw (MPI 3.1 section 5.8): an all-to-all exchange in which every block has its own
-// datatype and a displacement in bytes.
+// MPI_Alltoallw and MPI_Ialltoallw (MPI 3.1 sections 5.8, 5.12.6): an all-to-all exchange in
+// which every block has its own datatype and a displacement in bytes.
 //
 // Blocks are packed into one contiguous stream, exchanged by the byte-level all-to-all
 // (Communicator::alltoallv_bytes, so the collective's algorithm and policy checks apply), and
@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "mpi/collective_form.hpp"
 #include "mpi/mpi_impl.hpp"
 
 namespace sempi::mpi {
@@ -42,17 +43,12 @@ PackedLayout layout_of(int n, const void* buf, const int counts[], const int dis
   return l;
 }
 
-}  // namespace
-}  // namespace sempi::mpi
-
-using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
-
-extern "C" {
-
-int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
-                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return guarded(comm, "MPI_Alltoallw", [&] {
+int alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+              const Form& form) {
+  return guarded(comm, form.name, [&] {
+    check_request(form);
     const auto& c = comm_of(comm);
     const int n = c.size();
     // IN_PLACE: the blocks sent are the receive buffer's current contents; packing them first
@@ -64,25 +60,54 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
                                       : layout_of(n, sbuf, sendcounts, sdispls, sendtypes);
     const int* scounts = in_place ? recvcounts : sendcounts;
     const int* sdisp = in_place ? rdispls : sdispls;
-    const PackedLayout in = layout_of(n, recvbuf, recvcounts, rdispls, recvtypes);
+    auto in = std::make_shared<const PackedLayout>(
+        layout_of(n, recvbuf, recvcounts, rdispls, recvtypes));
 
-    Staging packed;
-    packed.allocate(out.total);
+    std::vector<Staging> staging(2);  // packed blocks out, packed blocks in
+    staging[0].allocate(out.total);
     for (int i = 0; i < n; ++i) {
       const auto k = static_cast<std::size_t>(i);
-      out.types[k]->pack(at(sbuf, sdisp[i]), scounts[i], packed.data.get() + out.displs[k]);
+      out.types[k]->pack(at(sbuf, sdisp[i]), scounts[i], staging[0].data.get() + out.displs[k]);
     }
-    Staging received;
-    received.allocate(in.total);
-    c.alltoallv_bytes(packed.data.get(), out.bytes, out.displs, received.data.get(), in.bytes,
-                      in.displs);
-    for (int i = 0; i < n; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      in.types[k]->unpack(received.data.get() + in.displs[k],
-                          static_cast<std::int64_t>(in.bytes[k]), recvcounts[i],
-                          at(recvbuf, rdispls[i]));
-    }
+    staging[1].allocate(in->total);
+    // A nonblocking call's arrays may change once it returns: the unpack keeps copies.
+    Unpack unpack = [recvbuf, in, counts = std::vector<int>(recvcounts, recvcounts + n),
+                     where = std::vector<int>(rdispls, rdispls + n)](const std::vector<Staging>& s) {
+      for (std::size_t k = 0; k < counts.size(); ++k) {
+        in->types[k]->unpack(s[1].data.get() + in->displs[k],
+                             static_cast<std::int64_t>(in->bytes[k]), counts[k],
+                             at(recvbuf, where[k]));
+      }
+    };
+    const std::byte* send = staging[0].data.get();
+    std::byte* recv = staging[1].data.get();
+    run_or_start(
+        form, comm, staging, std::move(unpack),
+        [&] { c.alltoallv_bytes(send, out.bytes, out.displs, recv, in->bytes, in->displs); },
+        [&] { return c.ialltoallv_bytes(send, out.bytes, out.displs, recv, in->bytes, in->displs); });
   });
+}
+
+}  // namespace
+}  // namespace sempi::mpi
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+
+extern "C" {
+
+int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, comm, blocking("MPI_Alltoallw"));
+}
+
+int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                   MPI_Request* request) {
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, comm, {"MPI_Ialltoallw", true, request});
 }
 
 }  // extern "C"

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <optional>
 
+#include "mpi/collective_form.hpp"
 #include "mpi/request_impl.hpp"
 
 namespace sempi::mpi {
@@ -317,52 +318,6 @@ using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file 
 using sempi::InPlaceT;
 
 namespace {
-
-// The MPI request of a started collective: it owns the staging areas and, when the operation
-// completes, unpacks what arrived into the user's layout.
-using Unpack = std::function<void(const std::vector<Staging>&)>;
-
-// The unpack step, only if results were staged: contiguous types land in place and need no
-// step (and no allocation for one).
-template <class F>
-Unpack if_staged(const Staging& received, F&& unpack) {
-  return received.data ? Unpack(std::forward<F>(unpack)) : Unpack{};
-}
-
-MPI_Request hand_over(sempi::Request r, MPI_Comm comm, std::vector<Staging> staging,
-                      Unpack unpack) {
-  auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r),
-                         errhandler_slot_of(comm));
-  h->scratch = std::move(staging);
-  if (unpack) h->on_complete = [h, unpack = std::move(unpack)] { unpack(h->scratch); };
-  return h;
-}
-
-// Each collective below has one body for its blocking and its nonblocking form; the
-// nonblocking one starts the operation and returns its request through `request`.
-struct Form {
-  const char* name;
-  bool nonblocking;
-  MPI_Request* request;
-};
-constexpr Form blocking(const char* name) { return {name, false, nullptr}; }
-
-// The blocking form runs the operation and unpacks here; the nonblocking form starts it and
-// hands its staging areas and the unpack step to the new request.
-template <class Run, class Start>
-void run_or_start(const Form& form, MPI_Comm comm, std::vector<Staging>& staging, Unpack unpack,
-                  Run&& run, Start&& start) {
-  if (!form.nonblocking) {
-    run();
-    if (unpack) unpack(staging);
-  } else {
-    *form.request = hand_over(start(), comm, std::move(staging), std::move(unpack));
-  }
-}
-
-void check_request(const Form& form) {
-  if (form.nonblocking) require_output(form.request, "request");
-}
 
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm, const Form& form) {

@@ -1,6 +1,6 @@
-/* MPI_Alltoallw: every block has its own datatype and byte displacement. Rank s sends rank d
- * d + 1 ints, from a strided layout for odd d; rank d receives them into every other int for odd
- * s; zero-length blocks and MPI_IN_PLACE work too. */
+/* MPI_Alltoallw and MPI_Ialltoallw: every block has its own datatype and byte displacement.
+ * Rank s sends rank d d + 1 ints, from a strided layout for odd d; rank d receives them into
+ * every other int for odd s; zero-length blocks and MPI_IN_PLACE work too. */
 #include "mpitest.h"
 
 static int value(int source, int dest, int k) { return source * 10000 + dest * 100 + k; }
@@ -43,7 +43,6 @@ int main(int argc, char** argv) {
    * are placed in reverse order of s in the buffer (displacements need not be increasing). */
   const int per_source = 2 * (rank + 1);
   int* recvbuf = malloc(sizeof(int) * (size_t)(per_source * n));
-  for (int i = 0; i < per_source * n; ++i) recvbuf[i] = -1;
   for (int s = 0; s < n; ++s) {
     rdispls[s] = (n - 1 - s) * per_source * (int)sizeof(int);
     if (s % 2 == 1) {
@@ -55,19 +54,29 @@ int main(int argc, char** argv) {
       recvcounts[s] = rank + 1;
     }
   }
-  CHECK_MPI(MPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                          recvtypes, MPI_COMM_WORLD));
-  for (int s = 0; s < n; ++s) {
-    const int* block = recvbuf + (n - 1 - s) * per_source;
-    for (int k = 0; k <= rank; ++k) {
-      if (s % 2 == 1) {
-        CHECK(block[2 * k] == value(s, rank, k) && block[2 * k + 1] == -1);
-      } else {
-        CHECK(block[k] == value(s, rank, k));
-      }
+  for (int nonblocking = 0; nonblocking <= 1; ++nonblocking) {
+    for (int i = 0; i < per_source * n; ++i) recvbuf[i] = -1;
+    if (nonblocking) {
+      MPI_Request request;
+      CHECK_MPI(MPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                               rdispls, recvtypes, MPI_COMM_WORLD, &request));
+      CHECK_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    } else {
+      CHECK_MPI(MPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                              rdispls, recvtypes, MPI_COMM_WORLD));
     }
-    if (s % 2 == 0) {
-      for (int k = rank + 1; k < per_source; ++k) CHECK(block[k] == -1);
+    for (int s = 0; s < n; ++s) {
+      const int* block = recvbuf + (n - 1 - s) * per_source;
+      for (int k = 0; k <= rank; ++k) {
+        if (s % 2 == 1) {
+          CHECK(block[2 * k] == value(s, rank, k) && block[2 * k + 1] == -1);
+        } else {
+          CHECK(block[k] == value(s, rank, k));
+        }
+      }
+      if (s % 2 == 0) {
+        for (int k = rank + 1; k < per_source; ++k) CHECK(block[k] == -1);
+      }
     }
   }
 
