@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <list>
 #include <mutex>
 #include <system_error>
@@ -181,8 +181,9 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
       }
       if (unproven >= kMaxPendingHandshakes) {
         if (Handshake* h = victim(handshakes); h != nullptr) {
-          drop(*h, "dropped: too many unauthenticated connections, and it came least far "
-                   "(oldest first)");
+          drop(*h,
+               "dropped: too many unauthenticated connections, and it came least far "
+               "(oldest first)");
         }
       }
     }

@@ -70,8 +70,7 @@ bool write_fully(int fd, const char* data, std::size_t size) {
 
 }  // namespace
 
-OutputWriter::OutputWriter(int fd, std::function<void()> wake,
-                           std::chrono::milliseconds final_wait)
+OutputWriter::OutputWriter(int fd, std::function<void()> wake, std::chrono::milliseconds final_wait)
     : state_(std::make_shared<State>()), final_wait_(final_wait) {
   state_->fd = fd;
   state_->wake = std::move(wake);

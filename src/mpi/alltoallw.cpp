@@ -60,8 +60,8 @@ int alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                                       : layout_of(n, sbuf, sendcounts, sdispls, sendtypes);
     const int* scounts = in_place ? recvcounts : sendcounts;
     const int* sdisp = in_place ? rdispls : sdispls;
-    auto in = std::make_shared<const PackedLayout>(
-        layout_of(n, recvbuf, recvcounts, rdispls, recvtypes));
+    auto in =
+        std::make_shared<const PackedLayout>(layout_of(n, recvbuf, recvcounts, rdispls, recvtypes));
 
     std::vector<Staging> staging(2);  // packed blocks out, packed blocks in
     staging[0].allocate(out.total);
@@ -72,7 +72,8 @@ int alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
     staging[1].allocate(in->total);
     // A nonblocking call's arrays may change once it returns: the unpack keeps copies.
     Unpack unpack = [recvbuf, in, counts = std::vector<int>(recvcounts, recvcounts + n),
-                     where = std::vector<int>(rdispls, rdispls + n)](const std::vector<Staging>& s) {
+                     where =
+                         std::vector<int>(rdispls, rdispls + n)](const std::vector<Staging>& s) {
       for (std::size_t k = 0; k < counts.size(); ++k) {
         in->types[k]->unpack(s[1].data.get() + in->displs[k],
                              static_cast<std::int64_t>(in->bytes[k]), counts[k],
@@ -84,7 +85,9 @@ int alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
     run_or_start(
         form, comm, staging, std::move(unpack),
         [&] { c.alltoallv_bytes(send, out.bytes, out.displs, recv, in->bytes, in->displs); },
-        [&] { return c.ialltoallv_bytes(send, out.bytes, out.displs, recv, in->bytes, in->displs); });
+        [&] {
+          return c.ialltoallv_bytes(send, out.bytes, out.displs, recv, in->bytes, in->displs);
+        });
   });
 }
 
@@ -98,16 +101,16 @@ extern "C" {
 int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                   recvtypes, comm, blocking("MPI_Alltoallw"));
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                   comm, blocking("MPI_Alltoallw"));
 }
 
 int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                    MPI_Request* request) {
-  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                   recvtypes, comm, {"MPI_Ialltoallw", true, request});
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                   comm, {"MPI_Ialltoallw", true, request});
 }
 
 }  // extern "C"

@@ -33,8 +33,8 @@ constexpr Form blocking(const char* name) { return {name, false, nullptr}; }
 /// The MPI request of a started collective, owning `staging` and running `unpack` on success.
 inline MPI_Request hand_over(Request r, MPI_Comm comm, std::vector<Staging> staging,
                              Unpack unpack) {
-  auto* h = make_request(sempi_mpi_request::Kind::collective, std::move(r),
-                         errhandler_slot_of(comm));
+  auto* h =
+      make_request(sempi_mpi_request::Kind::collective, std::move(r), errhandler_slot_of(comm));
   h->scratch = std::move(staging);
   if (unpack) h->on_complete = [h, unpack = std::move(unpack)] { unpack(h->scratch); };
   return h;

@@ -9,7 +9,8 @@ int handler_index() {
 }
 
 int on_client_hello(SSL* ssl, int* /*alert*/, void* /*arg*/) {
-  const auto* handler = static_cast<const AcceptProgressHandler*>(SSL_get_ex_data(ssl, handler_index()));
+  const auto* handler =
+      static_cast<const AcceptProgressHandler*>(SSL_get_ex_data(ssl, handler_index()));
   try {
     if (handler != nullptr && *handler) (*handler)(AcceptProgress::client_hello, 0);
   } catch (...) {  // must not unwind through OpenSSL; a missed report only costs priority
@@ -19,7 +20,9 @@ int on_client_hello(SSL* ssl, int* /*alert*/, void* /*arg*/) {
 
 }  // namespace
 
-void enable_accept_progress(SSL_CTX* ctx) { SSL_CTX_set_client_hello_cb(ctx, on_client_hello, nullptr); }
+void enable_accept_progress(SSL_CTX* ctx) {
+  SSL_CTX_set_client_hello_cb(ctx, on_client_hello, nullptr);
+}
 
 bool report_accept_progress(SSL* ssl, const AcceptProgressHandler* handler) {
   // SSL_set_ex_data stores a non-const pointer; the callback only reads through it.

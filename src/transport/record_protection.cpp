@@ -189,8 +189,8 @@ bool RecordProtection::open(const std::uint8_t* header, std::span<const std::uin
   }
   int final_n = 0;
   std::uint8_t unused[32];  // an AEAD's final step writes nothing
-  const bool authentic = EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, kAeadTagSize,
-                                             const_cast<std::uint8_t*>(body.data() + length)) == 1 &&
+  auto* tag = const_cast<std::uint8_t*>(body.data() + length);
+  const bool authentic = EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, kAeadTagSize, tag) == 1 &&
                          EVP_DecryptFinal_ex(ctx_, unused, &final_n) == 1 && final_n == 0;
   return authentic || refuse();
 }

@@ -330,18 +330,17 @@ TEST(Failure, SigintToTheLauncherTearsTheJobDown) {
   const TempDir dir;
   const auto ready = std::filesystem::path(dir.path()) / "ready";
   bool was_running = false;
-  const auto result = run_job({SEMPIRUN_PATH, "-n", "3", P2P_CHECK_PATH, "sleep", ready.string()},
-                              120s, [&](pid_t pid) {
-                                // Once every rank runs (rank 0 says so after a barrier),
-                                // interrupt as Ctrl-C would. Polled, bounded.
-                                const auto give_up = std::chrono::steady_clock::now() + 60s;
-                                while (!std::filesystem::exists(ready) &&
-                                       std::chrono::steady_clock::now() < give_up) {
-                                  std::this_thread::sleep_for(10ms);
-                                }
-                                was_running = std::filesystem::exists(ready);
-                                ::kill(pid, SIGINT);
-                              });
+  const auto result = run_job(
+      {SEMPIRUN_PATH, "-n", "3", P2P_CHECK_PATH, "sleep", ready.string()}, 120s, [&](pid_t pid) {
+        // Once every rank runs (rank 0 says so after a barrier), interrupt as Ctrl-C would.
+        // Polled, bounded.
+        const auto give_up = std::chrono::steady_clock::now() + 60s;
+        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(10ms);
+        }
+        was_running = std::filesystem::exists(ready);
+        ::kill(pid, SIGINT);
+      });
   EXPECT_TRUE(was_running) << result.output;
   EXPECT_EQ(result.exit_code, 130) << result.output;
   EXPECT_LT(result.seconds, 30) << result.output;

@@ -592,9 +592,9 @@ TEST(Sempirun, LauncherWritesNoCoreDumpWithTheJobKeys) {
   // Killed, the launcher cannot remove the job's socket directory: keep it in `dir`.
   RunOptions abort_when_ready = with_env({"TMPDIR=" + dir.path().string()});
   abort_when_ready.on_output = signal_when_ready(2, SIGABRT);
-  const auto r = run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 300"},
-                              abort_when_ready,
-                              {.cwd = dir.path(), .unlimited_core = true, .ignored_signals = {}});
+  const auto r =
+      run_sempirun({"-n", "2", "sh", "-c", "echo ready; exec sleep 300"}, abort_when_ready,
+                   {.cwd = dir.path(), .unlimited_core = true, .ignored_signals = {}});
   EXPECT_EQ(r.status, 128 + SIGABRT) << describe(r);
   EXPECT_FALSE(r.core_dumped) << describe(r);
   for (const auto& entry : fs::directory_iterator(dir.path())) {

@@ -163,7 +163,9 @@ static void persistent_modes(int rank, int left, int right) {
   CHECK_MPI(MPI_Buffer_detach(&detached, &detached_size));
   CHECK_MPI(MPI_Waitall(kStarts, recvs[0], MPI_STATUSES_IGNORE));
   CHECK_MPI(MPI_Waitall(kStarts, recvs[1], MPI_STATUSES_IGNORE));
-  for (int k = 0; k < kStarts; ++k) CHECK(got[0][k] == left * 100 + k && got[1][k] == left * 100 + k);
+  for (int k = 0; k < kStarts; ++k) {
+    CHECK(got[0][k] == left * 100 + k && got[1][k] == left * 100 + k);
+  }
 
   /* To MPI_PROC_NULL it needs no buffer. */
   MPI_Request null_bsend;

@@ -89,7 +89,9 @@ class EndlessTcpFlood {
             auto& fd = open[i % open.size()];
             fd = transport::tcp_connect(to, deadline_in(200ms), ec);
             const std::uint8_t handshake_record = 0x16;
-            if (fd.valid() && i % 2 == 1) (void)::send(fd.get(), &handshake_record, 1, MSG_NOSIGNAL);
+            if (fd.valid() && i % 2 == 1) {
+              (void)::send(fd.get(), &handshake_record, 1, MSG_NOSIGNAL);
+            }
           }
         })) {}
   ~EndlessTcpFlood() {
@@ -219,7 +221,8 @@ StalledTlsPeer stalled_tls_peer(const transport::LocalEndpoint& as, const transp
       ADD_FAILURE() << "TLS handshake failed: " << err;
       return p;
     }
-    const auto what = err == SSL_ERROR_WANT_READ ? transport::WaitFor::read : transport::WaitFor::write;
+    const auto what =
+        err == SSL_ERROR_WANT_READ ? transport::WaitFor::read : transport::WaitFor::write;
     if (transport::wait_fd(p.fd.get(), what, long_deadline())) {
       ADD_FAILURE() << "TLS handshake timed out";
       return p;
@@ -271,8 +274,9 @@ TEST(StartupFlood, ADialTheListenerDropsIsDialedAgain) {
     transport::UniqueFd socket = listener.accept(long_deadline(), ec);
     if (!socket.valid()) return nullptr;
     ChannelError error;
-    auto channel = Channel::accept(job.endpoint(0), std::move(socket),
-                                   [](std::uint32_t) { return true; }, long_deadline(), error);
+    auto channel = Channel::accept(
+        job.endpoint(0), std::move(socket), [](std::uint32_t) { return true; }, long_deadline(),
+        error);
     EXPECT_NE(channel, nullptr) << error.message();
     return channel;
   });

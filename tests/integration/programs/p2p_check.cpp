@@ -20,8 +20,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -295,8 +295,8 @@ void self_wake(const sempi::Communicator& world) {
     if (std::chrono::steady_clock::now() - start >= kStall) ++stalled;
   }
   echo.join();
-  std::fprintf(stderr, "rank %d: %d of %d round trips between two threads took 8 ms or more\n",
-               me, stalled, kRounds);
+  std::fprintf(stderr, "rank %d: %d of %d round trips between two threads took 8 ms or more\n", me,
+               stalled, kRounds);
   CHECK(stalled < kRounds / 2);
 }
 
