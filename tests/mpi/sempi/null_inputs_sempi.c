@@ -53,6 +53,11 @@ static void vector_collectives(int rank) {
                           &request));
   EXPECT_ARG(MPI_Ialltoallv(in, counts, NULL, MPI_INT, out, counts, displs, MPI_INT,
                             MPI_COMM_SELF, &request));
+  const MPI_Datatype types[1] = {MPI_INT};
+  EXPECT_ARG(MPI_Ialltoallw(in, counts, displs, NULL, out, counts, displs, types, MPI_COMM_SELF,
+                            &request));
+  EXPECT_ARG(MPI_Ialltoallw(in, counts, displs, types, out, counts, displs, types, MPI_COMM_SELF,
+                            NULL));
   CHECK(request == MPI_REQUEST_NULL && out[0] == -1);
 }
 
