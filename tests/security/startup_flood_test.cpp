@@ -1,15 +1,16 @@
 // The start-up listener under a connection flood: connections that send nothing, connections
 // that stall after the first byte of a handshake, more of them than may be pending at once. The
-// genuine higher ranks, queued behind them, must still connect promptly.
+// genuine higher ranks, queued behind them, must still connect promptly. Which connection goes
+// when room is made (one that sent its ClientHello outlasts silent ones; a verified peer for a
+// rank already connected still counts), and a dial the listener drops is dialed again.
 
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-
-#include <atomic>
 #include <future>
 #include <thread>
 
