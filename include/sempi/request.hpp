@@ -49,6 +49,9 @@ class [[nodiscard]] Request {
   /// reports Status::cancelled). Sends cannot be cancelled; returns false.
   bool cancel();
   [[nodiscard]] bool is_null() const noexcept { return !state_; }
+  /// True if the operation is known to have completed (or failed), looked at without a round
+  /// of engine progress: what progress elsewhere has found so far. The null request has.
+  [[nodiscard]] bool completed() const noexcept;
 
   /// Waits for every request; statuses in the same order. Throws the first failure after all
   /// requests have completed.

@@ -174,7 +174,7 @@ Status Communicator::sendrecv_bytes(const void* sendbuf, std::size_t sendbytes, 
   Request s = post_send(comm, sendbuf, sendbytes, dest, sendtag, false);
   // Without a progress round: a refusal by the peer arrives after the receive is posted, and
   // the message received is then reported with it (below).
-  if (s.state() && s.state()->done.load(std::memory_order_acquire)) (void)s.test();
+  if (!s.is_null() && s.completed()) (void)s.test();
   Request r;
   try {
     r = post_recv(state_, recvbuf, capacity, source, recvtag);

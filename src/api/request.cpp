@@ -54,6 +54,10 @@ bool any_driven(std::span<const Request> requests) {
 
 }  // namespace
 
+bool Request::completed() const noexcept {
+  return !state_ || state_->done.load(std::memory_order_acquire);
+}
+
 Status Request::wait() {
   if (!state_) return Status{};
   if (state_->driver) {

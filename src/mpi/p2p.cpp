@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 
-#include "core/request_state.hpp"
 #include "mpi/request_impl.hpp"
 
 namespace sempi::mpi {
@@ -251,8 +250,7 @@ void reap(bool only_per_call) {
       if (only_per_call && !writes_on_completion(**it)) {
         // Only holds a copy: looked at, not progressed, so that a pending one does not cost
         // every MPI call a progress round.
-        const auto& state = (*it)->request.state();
-        done = !state || state->done.load(std::memory_order_acquire);
+        done = (*it)->request.completed();
       } else {
         done = (*it)->request.test().has_value();
       }
