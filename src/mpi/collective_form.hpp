@@ -35,6 +35,7 @@ inline MPI_Request hand_over(Request r, MPI_Comm comm, std::vector<Staging> stag
                              Unpack unpack) {
   auto* h =
       make_request(sempi_mpi_request::Kind::collective, std::move(r), errhandler_slot_of(comm));
+  for (Staging& s : staging) s.leave_to_request();
   h->scratch = std::move(staging);
   if (unpack) h->on_complete = [h, unpack = std::move(unpack)] { unpack(h->scratch); };
   return h;

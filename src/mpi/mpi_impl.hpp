@@ -245,7 +245,7 @@ const TypeMap& basic_map(Basic b);
 /// receive's remaining DATA, a send waiting for its CTS), into or out of its staging. As with
 /// the schedule's own scratch (coll/schedule.cpp), staging whose thread retired a failed
 /// schedule while it existed is kept until the process ends instead of freed, and so is a
-/// failed nonblocking collective's. Point-to-point buffers opt out: the engine lets go of a
+/// failed nonblocking collective's (judged by its request). Point-to-point buffers opt out: the engine lets go of a
 /// request it fails.
 struct Staging {
   std::unique_ptr<std::byte[]> data;
@@ -264,6 +264,10 @@ struct Staging {
   void allocate(std::size_t n);
   /// Keeps the bytes until the process ends instead of freeing them.
   void keep_until_exit() noexcept;
+  /// For staging a request takes over: the request knows its own outcome and keeps the bytes
+  /// when it fails (keep_until_exit()). Without this, the destructor would judge a successful
+  /// request by whether the thread freeing it saw some other collective fail meanwhile.
+  void leave_to_request() noexcept { keep_on_failure_ = false; }
 
  private:
   void note_birth() noexcept;
