@@ -57,9 +57,15 @@ case "$mode" in
     ;;
   demo)
     build build
+    # The jobs' audit logs go to a new private directory: sempirun's default, ./sempi-audit,
+    # is refused in a checkout others (or the group, under umask 002) may write to.
+    audit="$(mktemp -d "${TMPDIR:-/tmp}/sempi-demo.XXXXXX")"
     echo "quickstart: running a 4-rank job: sempirun -n 4 examples/ring"
-    ./build/bin/sempirun -n 4 ./build/bin/ring
-    ./build/bin/sempirun -n 4 ./build/bin/pi
+    ./build/bin/sempirun -n 4 --audit-dir "$audit/ring" ./build/bin/ring
+    ./build/bin/sempirun -n 4 --audit-dir "$audit/pi" ./build/bin/pi
+    echo "quickstart: checking the ring job's sealed audit log: sempi audit verify"
+    ./build/bin/sempi audit verify "$audit/ring"
+    echo "quickstart: audit logs kept in $audit (try: build/bin/sempi audit report $audit/ring)"
     ;;
   test)
     build build

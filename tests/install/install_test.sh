@@ -6,6 +6,7 @@ build_dir="$1"
 source_dir="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+cd "$work"  # the jobs' ./sempi-audit goes with it
 prefix="$work/prefix"
 
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null

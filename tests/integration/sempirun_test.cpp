@@ -71,7 +71,7 @@ struct RunOptions {
 
 // Where and how sempirun's process starts.
 struct ProcessSetup {
-  fs::path cwd;                 // empty: ours
+  fs::path cwd;                 // empty: a scratch directory (see support/job_runner.hpp)
   bool unlimited_core = false;  // no limit on the size of a core dump
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
 };
@@ -139,6 +139,8 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   for (auto& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  const sempi::test::TempDir scratch;
+  const fs::path& cwd = setup.cwd.empty() ? scratch.path() : setup.cwd;
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -146,7 +148,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     ::dup2(null, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    if (!setup.cwd.empty() && ::chdir(setup.cwd.c_str()) != 0) ::_exit(127);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
     if (setup.unlimited_core) {
       const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
       if (::setrlimit(RLIMIT_CORE, &unlimited) != 0) ::_exit(127);

@@ -29,8 +29,11 @@ int main(int argc, char** argv) {
 PROGRAM
 cp "$scratch/src/hello.c" "$scratch/src/hello.cpp"
 
+# The jobs run in a private directory: their ./sempi-audit goes with it.
+jobs="$(mktemp -d "${TMPDIR:-/tmp}/sempi-mpi-install.XXXXXX")"
+trap 'rm -rf "$jobs"' EXIT
 run() {  # run PROGRAM: two ranks, must greet
-  "$sempirun" -n 2 --timeout 60 "$1" | grep -q "hello from 2 ranks"
+  (cd "$jobs" && "$sempirun" -n 2 --timeout 60 "$1") | grep -q "hello from 2 ranks"
 }
 
 # 1. The installed wrappers (found relative to their own location).

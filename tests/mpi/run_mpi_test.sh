@@ -8,6 +8,10 @@ program="$2"
 n="$3"
 policy=()
 [ $# -ge 4 ] && policy=(--policy "$4")
+# A private scratch directory for what the job leaves (its ./sempi-audit), removed afterwards.
+work="$(mktemp -d "${TMPDIR:-/tmp}/sempi-mpi-test.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
 output="$("$sempirun" -n "$n" --timeout 60 ${policy[@]+"${policy[@]}"} "$program" 2>&1)"
 status=$?
 printf '%s\n' "$output"

@@ -1,6 +1,11 @@
 #pragma once
 // Runs a real job (sempirun and its ranks) as a child process, capturing stdout+stderr, bounded
 // by a timeout after which the whole process group is killed. For integration tests.
+//
+// The job runs in a private scratch directory removed afterwards, so what it leaves in its
+// working directory (the default ./sempi-audit, a core file) neither piles up in the build tree
+// nor depends on that tree's permissions (sempirun refuses a group-writable one for its audit
+// log). Paths in argv must therefore be absolute.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/temp_dir.hpp"
 
 namespace sempi::test {
 
@@ -28,10 +35,12 @@ inline JobResult run_job(const std::vector<std::string>& argv, std::chrono::seco
   char path[] = "/tmp/sempi-job-XXXXXX";
   const int out = ::mkstemp(path);
   ::unlink(path);
+  const TempDir scratch;
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    if (::chdir(scratch.path().c_str()) != 0) ::_exit(127);
     ::dup2(out, 1);
     ::dup2(out, 2);
     std::vector<char*> args;
