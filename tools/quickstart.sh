@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine: installs what is missing, builds, and then
-#   demo   runs a 4-rank example job under the default policy
+#   demo   runs two 4-rank example jobs under the default policy and verifies an audit log
 #   test   runs the whole test suite (ctest), then the same suite under ASan+UBSan
 #   build  only builds
 # Usage: bash tools/quickstart.sh demo|test|build
@@ -60,12 +60,12 @@ case "$mode" in
     # The jobs' audit logs go to a new private directory: sempirun's default, ./sempi-audit,
     # is refused in a checkout others (or the group, under umask 002) may write to.
     audit="$(mktemp -d "${TMPDIR:-/tmp}/sempi-demo.XXXXXX")"
-    echo "quickstart: running a 4-rank job: sempirun -n 4 examples/ring"
+    echo "quickstart: 4-rank jobs (ring, then pi); their audit logs go to $audit"
     ./build/bin/sempirun -n 4 --audit-dir "$audit/ring" ./build/bin/ring
     ./build/bin/sempirun -n 4 --audit-dir "$audit/pi" ./build/bin/pi
     echo "quickstart: checking the ring job's sealed audit log: sempi audit verify"
     ./build/bin/sempi audit verify "$audit/ring"
-    echo "quickstart: audit logs kept in $audit (try: build/bin/sempi audit report $audit/ring)"
+    echo "quickstart: try build/bin/sempi audit report $audit/ring"
     ;;
   test)
     build build

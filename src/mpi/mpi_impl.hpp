@@ -245,8 +245,8 @@ const TypeMap& basic_map(Basic b);
 /// receive's remaining DATA, a send waiting for its CTS), into or out of its staging. As with
 /// the schedule's own scratch (coll/schedule.cpp), staging whose thread retired a failed
 /// schedule while it existed is kept until the process ends instead of freed, and so is a
-/// failed nonblocking collective's (judged by its request). Point-to-point buffers opt out: the engine lets go of a
-/// request it fails.
+/// failed nonblocking collective's (judged by its request). Point-to-point buffers opt out: the
+/// engine lets go of a request it fails.
 struct Staging {
   std::unique_ptr<std::byte[]> data;
   std::size_t size = 0;

@@ -36,16 +36,19 @@ inline JobResult run_job(const std::vector<std::string>& argv, std::chrono::seco
   const int out = ::mkstemp(path);
   ::unlink(path);
   const TempDir scratch;
+  std::vector<char*> args;  // built before fork: the child only calls async-signal-safe functions
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
-    if (::chdir(scratch.path().c_str()) != 0) ::_exit(127);
     ::dup2(out, 1);
     ::dup2(out, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    if (::chdir(scratch.path().c_str()) != 0) {
+      std::perror("chdir to the job's scratch directory");
+      ::_exit(127);
+    }
     ::execv(args[0], args.data());
     std::perror("execv");
     ::_exit(127);

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
+
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -14,7 +16,10 @@ class TempDir {
  public:
   TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "sempi-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
+    }
+    path_ = pattern;
   }
   ~TempDir() {
     std::error_code ec;
