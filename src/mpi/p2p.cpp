@@ -7,6 +7,8 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include "mpi/request_impl.hpp"
 
@@ -218,6 +220,19 @@ sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
   if (request->magic != kRequestMagic) fail(MPI_ERR_REQUEST, "not a valid request handle");
   return request;
 }
+
+namespace {
+
+// A persistent request that MPI_Start may start; `which` prefixes errors (an array index).
+sempi_mpi_request* startable(MPI_Request request, const std::string& which) {
+  if (request == MPI_REQUEST_NULL) fail(MPI_ERR_REQUEST, which + "the request is MPI_REQUEST_NULL");
+  sempi_mpi_request* r = request_of(request, false);
+  if (!r->persistent) fail(MPI_ERR_REQUEST, which + "not a persistent request");
+  if (r->active) fail(MPI_ERR_REQUEST, which + "the persistent request is already active");
+  return r;
+}
+
+}  // namespace
 
 MPI_Request make_request(sempi_mpi_request::Kind kind, Request request,
                          ErrhandlerSlot errhandler) {
@@ -723,9 +738,7 @@ int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int t
 int MPI_Start(MPI_Request* request) {
   return guarded(MPI_COMM_WORLD, "MPI_Start", [&] {
     require_output(request, "request");
-    sempi_mpi_request* r = request_of(*request, false);
-    if (!r->persistent) fail(MPI_ERR_REQUEST, "not a persistent request");
-    if (r->active) fail(MPI_ERR_REQUEST, "the persistent request is already active");
+    sempi_mpi_request* r = startable(*request, "");
     const auto& a = r->args;
     return guarded_handler(r->handler(), "MPI_Start", [&] {
       if (a.mode == Mode::recv) {
@@ -748,6 +761,15 @@ int MPI_Startall(int count, MPI_Request requests[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Startall", [&] {
     if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
+    // Every request is checked before any starts: a bad entry leaves none of them active.
+    std::unordered_set<MPI_Request> seen;
+    for (int i = 0; i < count; ++i) {
+      const std::string which = "array_of_requests[" + std::to_string(i) + "]: ";
+      startable(requests[i], which);
+      if (!seen.insert(requests[i]).second) {
+        fail(MPI_ERR_REQUEST, which + "the same request appears twice in the array");
+      }
+    }
     for (int i = 0; i < count; ++i) {
       const int code = MPI_Start(&requests[i]);
       if (code != MPI_SUCCESS) return code;
