@@ -1,5 +1,6 @@
 #include "coll/schedule.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -81,6 +82,7 @@ void Schedule::sync() {
 void Schedule::post_round(std::size_t index) {
   auto& engine = Runtime::get().engine();
   posted_.clear();
+  posted_round_ = index;
   const auto& round = rounds_[index];
   // Receives first, so a message from a fast peer finds its receive posted.
   for (const auto& t : round.transfers) {
@@ -112,25 +114,70 @@ thread_local std::uint64_t t_schedules_retired = 0;
 
 std::uint64_t schedules_retired_by_this_thread() noexcept { return t_schedules_retired; }
 
-void Schedule::retire_after_failure() {
+std::vector<Engine::Owed> Schedule::unsent_messages() const {
+  std::vector<Engine::Owed> owed;
+  std::vector<bool> told(static_cast<std::size_t>(size()), false);
+  const auto owe = [&](const Transfer& t) {
+    if (!told[static_cast<std::size_t>(t.peer)]) {
+      told[static_cast<std::size_t>(t.peer)] = true;
+      owed.push_back({t.peer, t.tag});
+    }
+  };
+  std::size_t first_unposted = 0;
+  if (posted_round_ != SIZE_MAX) {
+    first_unposted = posted_round_ + 1;
+    // The round in flight: a send that failed never left (a sender-side policy denial); the
+    // others were sent or are on their way. posted_ holds its receives, then its sends.
+    const auto& transfers = rounds_[posted_round_].transfers;
+    std::size_t next = static_cast<std::size_t>(std::count_if(
+        transfers.begin(), transfers.end(), [](const Transfer& t) { return !t.is_send; }));
+    for (const auto& t : transfers) {
+      if (!t.is_send) continue;
+      const RequestState* r = next < posted_.size() ? posted_[next].get() : nullptr;
+      ++next;
+      if (r != nullptr && r->done.load(std::memory_order_acquire) &&
+          r->status.error != ErrorClass::success) {
+        owe(t);
+      }
+    }
+  }
+  for (std::size_t i = first_unposted; i < rounds_.size(); ++i) {
+    for (const auto& t : rounds_[i].transfers) {
+      if (t.is_send) owe(t);
+    }
+  }
+  return owed;
+}
+
+void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   ++t_schedules_retired;
   auto& engine = Runtime::get().engine();
   for (const auto& r : posted_) {
     if (!r->done.load(std::memory_order_acquire)) engine.cancel(*r);
   }
+  // Each peer's first missing message only: the peer's part fails on it and posts no later
+  // receive of this collective.
+  const auto owed = unsent_messages();
+  if (!owed.empty()) engine.withdraw(*comm_, kind_, owed, cls, origin);
   std::lock_guard lock(g_retired_mu);
   retired().push_back(shared_from_this());
 }
 
 namespace {
 
-std::string failure_message(const std::string& operation, const RequestState& r) {
+// What went wrong with a failed transfer, without the operation's name.
+std::string failure_detail(const RequestState& r) {
   if (r.status.error == ErrorClass::success) {
-    return operation + ": ranks disagree about the message sizes (received " +
-           std::to_string(r.status.bytes) + " bytes, expected " + std::to_string(r.capacity) +
+    return "ranks disagree about the message sizes (received " + std::to_string(r.status.bytes) +
+           " bytes, expected " + std::to_string(r.capacity) +
            "); check that counts, types and root match on every rank";
   }
-  return operation + " failed: " + r.error_message;
+  return r.error_message;
+}
+
+std::string failure_message(const std::string& operation, const RequestState& r) {
+  return operation + (r.status.error == ErrorClass::success ? ": " : " failed: ") +
+         failure_detail(r);
 }
 
 ErrorClass failure_class(const RequestState& r) {
@@ -138,6 +185,16 @@ ErrorClass failure_class(const RequestState& r) {
 }
 
 }  // namespace
+
+std::string Schedule::failed_here(const std::string& detail) const {
+  return "rank " + std::to_string(comm_->world_ranks[static_cast<std::size_t>(comm_->rank)]) +
+         "'s part failed: " + detail;
+}
+
+std::string Schedule::origin_of(const RequestState& failed) const {
+  // A withdrawn message keeps its sender's account of where the failure began.
+  return failed.withdrawn ? failed.error_message : failed_here(failure_detail(failed));
+}
 
 void Schedule::run() {
   auto& engine = Runtime::get().engine();
@@ -148,7 +205,7 @@ void Schedule::run() {
       if (const RequestState* failed = failure()) {
         const std::string message = failure_message(operation_, *failed);
         const ErrorClass cls = failure_class(*failed);
-        retire_after_failure();
+        retire_after_failure(cls, origin_of(*failed));
         throw Error(cls, message);
       }
     }
@@ -172,7 +229,9 @@ class Schedule::Driver final : public RequestDriver {
   ~Driver() override {
     if (finished_ || Runtime::current() == nullptr) return;
     try {
-      schedule_->retire_after_failure();
+      schedule_->retire_after_failure(
+          ErrorClass::other,
+          schedule_->failed_here("its request was dropped before the collective completed"));
     } catch (...) {  // out of memory for the retired list: nothing better to do here
     }
   }
@@ -223,14 +282,11 @@ class Schedule::Driver final : public RequestDriver {
     for (;;) {
       for (const auto& r : s.posted_) {
         if (!r->done.load(std::memory_order_acquire)) {
-          if (const RequestState* failed = s.failure()) return fail(failure_class(*failed),
-                                                                    failure_message(s.operation_, *failed));
+          if (const RequestState* failed = s.failure()) return fail(*failed);
           return false;
         }
       }
-      if (const RequestState* failed = s.failure()) {
-        return fail(failure_class(*failed), failure_message(s.operation_, *failed));
-      }
+      if (const RequestState* failed = s.failure()) return fail(*failed);
       // Kept, not freed: a waiter may hold pointers to them (blockers()) while another
       // thread's wait advances this schedule. The owner's next progress() lets them go.
       std::move(s.posted_.begin(), s.posted_.end(), std::back_inserter(retained_));
@@ -239,7 +295,8 @@ class Schedule::Driver final : public RequestDriver {
         try {
           for (const auto& step : s.rounds_[next_ - 1].locals) step();
         } catch (const std::exception& e) {
-          return fail(ErrorClass::op, s.operation_ + ": reduction operation failed: " + e.what());
+          const std::string detail = std::string("reduction operation failed: ") + e.what();
+          return fail(ErrorClass::op, s.operation_ + ": " + detail, s.failed_here(detail));
         }
       }
       if (next_ == s.rounds_.size()) {
@@ -251,10 +308,15 @@ class Schedule::Driver final : public RequestDriver {
     }
   }
 
-  bool fail(ErrorClass cls, const std::string& message) {
+  bool fail(const RequestState& failed) {
+    return fail(failure_class(failed), failure_message(schedule_->operation_, failed),
+                schedule_->origin_of(failed));
+  }
+
+  bool fail(ErrorClass cls, const std::string& message, const std::string& origin) {
     state_.status.error = cls;
     state_.error_message = message;
-    schedule_->retire_after_failure();
+    schedule_->retire_after_failure(cls, origin);
     finished_ = true;
     state_.done.store(true, std::memory_order_release);
     return true;

@@ -27,7 +27,9 @@
 
 #include "core/collective_kind.hpp"
 #include "core/comm_state.hpp"
+#include "core/engine.hpp"
 #include "core/request_state.hpp"
+#include "sempi/error.hpp"
 
 namespace sempi::detail::coll {
 
@@ -101,9 +103,17 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   void post_round(std::size_t index);
   /// First failed request of the posted round, or null.
   [[nodiscard]] const RequestState* failure() const;
-  /// Keeps this schedule (its scratch buffers) alive after a failure: the engine may still
-  /// write into them when the failed collective's other receives match later.
-  void retire_after_failure();
+  /// After a failure with `cls`: withdraws from the peers the messages this rank will not send
+  /// (Engine::withdraw, with `origin`: where the failure began), and keeps this schedule (its
+  /// scratch buffers) alive: the engine may still write into them when the failed collective's
+  /// other receives match later.
+  void retire_after_failure(ErrorClass cls, const std::string& origin);
+  /// The first message this rank still owed each peer when it failed (see Engine::withdraw).
+  [[nodiscard]] std::vector<Engine::Owed> unsent_messages() const;
+  /// `origin` for a failure described by `detail` that began at this rank.
+  [[nodiscard]] std::string failed_here(const std::string& detail) const;
+  /// `origin` for a failed transfer.
+  [[nodiscard]] std::string origin_of(const RequestState& failed) const;
 
   std::shared_ptr<const CommState> comm_;
   OpKind kind_;
@@ -112,6 +122,7 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   std::vector<Round> rounds_;
   std::vector<std::unique_ptr<std::byte[]>> scratch_;
   std::vector<std::shared_ptr<RequestState>> posted_;  // the current round's requests
+  std::size_t posted_round_ = SIZE_MAX;  // index of the last round posted (none yet: SIZE_MAX)
 };
 
 }  // namespace sempi::detail::coll

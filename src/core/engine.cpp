@@ -371,12 +371,10 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
         complete(*request, ErrorClass::policy, message);
         if (collective) {
           // This rank's part of the collective ends here: fail its receives pending on the
-          // collective context rather than leave them blocked. (A denied collective leaves
-          // the communicator's collective sequence broken anyway, as any failed collective
-          // does.) Members whose own checks pass may still wait for the message refused
-          // here: an operation or communicator denial is the same on every member, but a
-          // size or segmentation denial need not be (config/README.md, "Size limits and
-          // collectives").
+          // collective context rather than leave them blocked. Members whose own checks pass
+          // may still wait for the message refused here (an operation or communicator denial
+          // is the same on every member, but a size or segmentation denial need not be): the
+          // failed schedule withdraws it (Engine::withdraw), which fails their receives.
           for (auto it = posted_.begin(); it != posted_.end();) {
             if ((*it)->context == context) {
               complete(**it, ErrorClass::policy, message);
@@ -559,6 +557,18 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   if (!abort_reason_.empty()) {
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
+  }
+  if (collective && !withdrawn_.empty()) {
+    const auto it = std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
+      return w.context == request->context && w.source == request->source_world &&
+             w.tag == request->tag;
+    });
+    if (it != withdrawn_.end()) {
+      request->withdrawn = true;
+      complete(*request, it->cls, it->reason);
+      withdrawn_.erase(it);
+      return request;
+    }
   }
   if (policy() != nullptr && policy()->enforcing()) {
     // A receive the policy can never satisfy fails now rather than waiting forever: no rank
@@ -1356,6 +1366,45 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous, Verdict r
   flush_peer(peer);
 }
 
+void Engine::withdraw(const CommState& comm, OpKind op, std::span<const Owed> owed, ErrorClass cls,
+                      std::string_view reason) {
+  reason = reason.substr(0, kMaxWithdrawReason);
+  std::lock_guard lock(mu_);
+  for (const Owed& o : owed) {
+    const int world = comm.world_ranks[static_cast<std::size_t>(o.peer)];
+    if (world == config_.world_rank) continue;
+    Peer* peer = peers_[static_cast<std::size_t>(world)].get();
+    if (peer == nullptr || peer->failed_ || !peer->channel_) continue;
+    FrameHeader header;
+    header.type = FrameType::withdrawn;
+    header.op = static_cast<std::uint16_t>(op);
+    header.context = comm.collective_context();
+    header.source = static_cast<std::uint32_t>(config_.world_rank);
+    header.tag = o.tag;
+    header.aux = static_cast<std::uint64_t>(cls);
+    peer->channel_->enqueue(
+        header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
+    flush_peer(*peer);
+  }
+}
+
+void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag, ErrorClass cls,
+                          std::string reason) {
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    RequestState& r = **it;
+    if (r.context == context && r.source_world == source_world && r.tag == tag) {
+      auto request = std::move(*it);
+      posted_.erase(it);
+      request->withdrawn = true;
+      complete(*request, cls, reason);
+      wake_sleeping_poller();  // its waiter may be another thread, asleep in poll()
+      return;
+    }
+  }
+  if (withdrawn_.size() == kMaxWithdrawnKept) withdrawn_.pop_front();
+  withdrawn_.push_back({context, source_world, tag, cls, std::move(reason)});
+}
+
 void Engine::decide_undecided(std::uint32_t base_context) {
   const CommEntry* entry = find_entry(base_context);
   if (entry == nullptr) return;
@@ -1557,7 +1606,10 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
     }
     case FrameType::abort:
     case FrameType::deny:
-      if (header.length > (header.type == FrameType::abort ? kMaxAbortReason : kMaxDenyReason)) {
+    case FrameType::withdrawn:
+      if (header.length > (header.type == FrameType::abort       ? kMaxAbortReason
+                           : header.type == FrameType::withdrawn ? kMaxWithdrawReason
+                                                                 : kMaxDenyReason)) {
         violation_ = std::string("oversized ") + frame_type_name(header.type) + " reason";
         return {};
       }
@@ -1733,6 +1785,20 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       auto request = std::move(it->second.request);
       send_rendezvous_.erase(it);
       e.complete(*request, ErrorClass::policy, why);
+      return {};
+    }
+    case FrameType::withdrawn: {
+      // The peer's part of a collective failed: the message it owed us will never come.
+      if ((header.context & 1u) == 0) {
+        violation_ = "WITHDRAWN outside a collective context";
+        return errc::frame_unexpected;
+      }
+      if (header.aux == 0 || header.aux > static_cast<std::uint64_t>(ErrorClass::config)) {
+        violation_ = "WITHDRAWN with error class " + std::to_string(header.aux);
+        return errc::frame_unexpected;
+      }
+      e.on_withdrawn(world_rank_, header.context, header.tag, static_cast<ErrorClass>(header.aux),
+                     peer_text(payload));
       return {};
     }
     case FrameType::goodbye:

@@ -19,7 +19,8 @@
 //    away while application threads are active, so it never costs the hot path a hop.
 //
 // Every blocking wait has a way out: a failed channel fails the operations that depend on its
-// peer, and a job abort (from the launcher, or the launcher's death) fails all of them.
+// peer, a job abort (from the launcher, or the launcher's death) fails all of them, and a
+// collective's message that its sender's failed part will never send is withdrawn (withdraw).
 //
 // Eager credit (flow control)
 //  * A receiver holds at most its unexpected budget (HELLO's max_unexpected_bytes) of one
@@ -74,6 +75,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -231,6 +233,21 @@ class Engine {
   /// together: a member whose first round only receives would otherwise wait for peers whose
   /// sends were refused. Audited; nullopt in dry-run mode (the denial is logged only).
   std::optional<std::string> collective_denied(const CommState& comm, OpKind op);
+
+  /// A message of a collective that this rank will not send: `peer` (a communicator rank) and
+  /// the message's tag.
+  struct Owed {
+    int peer = 0;
+    int tag = 0;
+  };
+  /// This rank's part of a collective on `comm` failed with `cls`. Each peer gets a WITHDRAWN
+  /// frame for the first message it was owed and will not get, so the receive that waits for
+  /// it fails at once with `cls` and `reason` instead of waiting for the job's timeout; that
+  /// peer's part then fails in turn and withdraws its own messages, so the failure reaches
+  /// every member. `reason` names where the failure began (kept under kMaxWithdrawReason).
+  void withdraw(const CommState& comm, OpKind op, std::span<const Owed> owed, ErrorClass cls,
+                std::string_view reason);
+  static constexpr std::size_t kMaxWithdrawReason = 512;
 
  private:
   friend struct MatchedMessage;  // holds an Unexpected
@@ -409,6 +426,10 @@ class Engine {
                   std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
                   const char* direction);
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
+  // A peer withdrew a collective message (WITHDRAWN): the receive waiting for it fails, or the
+  // first one posted later does.
+  void on_withdrawn(int source_world, std::uint32_t context, int tag, ErrorClass cls,
+                    std::string reason);
   void decide_undecided(std::uint32_t base_context);
   void audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
                      int tag, std::uint64_t bytes, std::uint64_t msg,
@@ -443,6 +464,18 @@ class Engine {
   std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
   std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
+  // Collective messages peers withdrew before the receive for them was posted (on_withdrawn).
+  // A receive of a failed collective is never posted, so some stay: the oldest go past
+  // kMaxWithdrawnKept, after which a receive for one would wait as it did before WITHDRAWN.
+  struct Withdrawn {
+    std::uint32_t context = 0;
+    int source = 0;  // world rank
+    int tag = 0;
+    ErrorClass cls = ErrorClass::other;
+    std::string reason;
+  };
+  static constexpr std::size_t kMaxWithdrawnKept = 1024;
+  std::deque<Withdrawn> withdrawn_;
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;

@@ -50,6 +50,9 @@ struct RequestState {
   void* buffer = nullptr;
   std::size_t capacity = 0;
   bool matched = false;  // data is flowing in: too late to cancel
+  // Failed because the sender withdrew the message (a WITHDRAWN frame): error_message is then
+  // the sender's account of where the collective's failure began.
+  bool withdrawn = false;
 
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;

@@ -64,6 +64,7 @@ const char* frame_type_name(FrameType type) noexcept {
     case FrameType::abort: return "ABORT";
     case FrameType::deny: return "DENY";
     case FrameType::credit: return "CREDIT";
+    case FrameType::withdrawn: return "WITHDRAWN";
   }
   return "UNKNOWN";
 }

@@ -236,6 +236,19 @@ TEST(Policy, CollectivesAreAllowedOrDeniedPerCommunicator) {
   EXPECT_LT(job.result.seconds, 30);
 }
 
+// A collective whose internal message exceeds the size limit fails on every member that would
+// wait for it, at once (the old code left them waiting for the job's 60 s timeout).
+TEST(Policy, ACollectiveRefusedOnOneRankFailsPromptlyOnTheRanksWaitingForIt) {
+  TempDir dir;
+  const auto job = run(dir, 4, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*",
+                       "max_message_bytes": 4096}]})",
+                       "withdrawn");
+  EXPECT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_LT(job.result.seconds, 30);
+}
+
 TEST(Policy, DryRunDeliversAndLogsWouldBeDenials) {
   TempDir dir;
   const auto job = run(dir, 2, restricted(R"("mode": "audit",)"), "dryrun");

@@ -202,6 +202,17 @@ struct HostileCase {
 
 std::span<const std::uint8_t> bytes_of(const std::vector<std::uint8_t>& v) { return v; }
 
+// Rank 1 withdraws the collective message `tag` on world's collective context (1).
+FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag) {
+  FrameHeader h;
+  h.type = FrameType::withdrawn;
+  h.context = 1;
+  h.source = 1;
+  h.tag = tag;
+  h.aux = error_class;
+  return h;
+}
+
 const std::vector<HostileCase>& hostile_cases() {
   using FT = FrameType;
   static const std::vector<HostileCase> cases = {
@@ -276,6 +287,26 @@ const std::vector<HostileCase>& hostile_cases() {
       {"OversizedDenyReason",
        [](auto& r) { r.send(FT::deny, bytes_of(std::vector<std::uint8_t>(257, 'x')), 99); },
        "oversized DENY reason"},
+      // WITHDRAWN: only for a collective context, with a real error class, before GOODBYE.
+      {"WithdrawnOutsideACollectiveContext",
+       [](auto& r) { r.send(FT::withdrawn, {}, static_cast<std::uint64_t>(ErrorClass::policy)); },
+       "WITHDRAWN outside a collective context"},
+      {"WithdrawnWithAnUnknownErrorClass",
+       [](auto& r) { r.send(withdrawn_header(999), {}); }, "WITHDRAWN with error class 999"},
+      {"WithdrawnWithoutAnError",
+       [](auto& r) { r.send(withdrawn_header(0), {}); }, "WITHDRAWN with error class 0"},
+      {"WithdrawnAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy)), {});
+       },
+       "WITHDRAWN frame after GOODBYE"},
+      {"OversizedWithdrawnReason",
+       [](auto& r) {
+         r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy)),
+                bytes_of(std::vector<std::uint8_t>(detail::Engine::kMaxWithdrawReason + 1, 'x')));
+       },
+       "oversized WITHDRAWN reason"},
   };
   return cases;
 }
@@ -498,6 +529,48 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
   EXPECT_EQ(request->status.error, ErrorClass::peer_failed);
   EXPECT_NE(rank0.engine().abort_reason().find(reason), std::string::npos)
       << rank0.engine().abort_reason();
+}
+
+// A peer whose part of a collective failed withdraws the message it owed us: the receive that
+// waits for it fails with the peer's error class and reason, one posted later fails at once,
+// and receives for other messages are not touched. The peer stays healthy.
+TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
+  EngineUnderAttack rank0;
+  std::array<char, 16> waiting{};
+  auto early = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag);
+  auto other = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 2);
+  const std::string reason = "rank 1's part failed: policy\x1b";
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy)), text_bytes(reason));
+  rank0.wait(*early);
+  EXPECT_EQ(early->status.error, ErrorClass::policy);
+  EXPECT_EQ(early->error_message, "rank 1's part failed: policy\\x1b");
+
+  // Withdrawn before its receive is posted: the receive fails as it is posted.
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kTag + 1),
+             text_bytes("late"));
+  rank0.until_rank0_read();
+  auto late = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 1);
+  ASSERT_TRUE(late->done.load());
+  EXPECT_EQ(late->status.error, ErrorClass::timeout);
+  EXPECT_EQ(late->error_message, "late");
+  // Once: a second receive for the same message waits for the message.
+  auto again = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 1);
+  EXPECT_FALSE(again->done.load());
+
+  // The other receives still get their messages: the peer was not failed.
+  FrameHeader eager;
+  eager.type = FrameType::eager;
+  eager.context = 1;
+  eager.source = 1;
+  eager.tag = kTag + 2;
+  rank0.send(eager, kPayload);
+  eager.tag = kTag + 1;
+  rank0.send(eager, kPayload);
+  rank0.wait(*other);
+  rank0.wait(*again);
+  EXPECT_EQ(other->status.error, ErrorClass::success) << other->error_message;
+  EXPECT_EQ(again->status.error, ErrorClass::success) << again->error_message;
+  EXPECT_EQ(std::string(waiting.data()), "secret");
 }
 
 // The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's

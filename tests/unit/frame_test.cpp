@@ -72,10 +72,10 @@ TEST(FrameHeader, RejectsUnknownTypes) {
   }
 }
 
-TEST(FrameHeader, CreditIsTheHighestKnownType) {
-  // DENY and CREDIT (eager credit given back) must decode; the next type must not.
-  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::credit));
-  for (const FrameType type : {FrameType::deny, FrameType::credit}) {
+TEST(FrameHeader, WithdrawnIsTheHighestKnownType) {
+  // DENY, CREDIT (eager credit given back) and WITHDRAWN must decode; the next type must not.
+  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::withdrawn));
+  for (const FrameType type : {FrameType::deny, FrameType::credit, FrameType::withdrawn}) {
     auto h = sample();
     h.type = type;
     h.length = 12;
@@ -85,6 +85,7 @@ TEST(FrameHeader, CreditIsTheHighestKnownType) {
   }
   EXPECT_STREQ(frame_type_name(FrameType::deny), "DENY");
   EXPECT_STREQ(frame_type_name(FrameType::credit), "CREDIT");
+  EXPECT_STREQ(frame_type_name(FrameType::withdrawn), "WITHDRAWN");
 }
 
 TEST(FrameHeader, RejectsUnknownFlagsAndReservedBits) {

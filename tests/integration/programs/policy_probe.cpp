@@ -210,6 +210,35 @@ void collectives(const sempi::Communicator& world) {
   CHECK(dup.size() == world.size());
 }
 
+// Four ranks, messages up to 4096 bytes. A collective's internal message the policy refuses
+// fails the collective on the rank that would send it; the ranks waiting for that message
+// learn of it (WITHDRAWN) and fail too, naming where the failure began, instead of waiting
+// for the job's timeout. The job goes on afterwards.
+void withdrawn(const sempi::Communicator& world) {
+  const int r = world.rank();
+  // Binomial broadcast: the root's sends are refused; rank 3 waits for rank 2's forward.
+  std::vector<char> big(8192, 'b');
+  const auto why =
+      expect_error(ErrorClass::policy, [&] { world.bcast_bytes(big.data(), big.size(), 0); });
+  if (r != 0) CHECK(why.find("rank 0's part failed") != std::string::npos);
+  // Binomial gather of 3000 bytes a rank: rank 2 forwards rank 3's block with its own (6000
+  // bytes, refused); ranks 1 and 3 send theirs and are done.
+  std::vector<char> block(3000, static_cast<char>('0' + r));
+  std::vector<char> all(r == 0 ? 4 * block.size() : 0);
+  if (r == 0 || r == 2) {
+    const auto gather_why = expect_error(
+        ErrorClass::policy, [&] { world.gather_bytes(block.data(), block.size(), all.data(), 0); });
+    if (r == 0) CHECK(gather_why.find("rank 2's part failed") != std::string::npos);
+  } else {
+    world.gather_bytes(block.data(), block.size(), all.data(), 0);
+  }
+  // Every member took part in both: the collective sequence is still in step.
+  world.barrier();
+  int sum = 0;
+  world.allreduce(&r, &sum, 1, sempi::Op::sum());
+  CHECK(sum == 6);
+}
+
 // Dry run: the tag is not allowed, but the message is delivered (and logged as a would-be deny).
 void dryrun(const sempi::Communicator& world) {
   if (world.rank() == 0) {
@@ -314,6 +343,8 @@ int main(int argc, char** argv) {
     collectives(world);
   } else if (scenario == "dryrun") {
     dryrun(world);
+  } else if (scenario == "withdrawn") {
+    withdrawn(world);
   } else if (scenario == "traffic") {
     traffic(world);
   } else if (scenario == "crash") {
