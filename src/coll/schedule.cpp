@@ -86,7 +86,9 @@ void Schedule::post_round(std::size_t index) {
   const auto& round = rounds_[index];
   // Receives first, so a message from a fast peer finds its receive posted.
   for (const auto& t : round.transfers) {
-    if (!t.is_send) posted_.push_back(engine.irecv(comm_, true, t.buf, t.bytes, t.peer, t.tag));
+    if (!t.is_send) {
+      posted_.push_back(engine.irecv(comm_, true, t.buf, t.bytes, t.peer, t.tag, sequence_));
+    }
   }
   for (const auto& t : round.transfers) {
     if (t.is_send) posted_.push_back(engine.isend(*comm_, kind_, t.buf, t.bytes, t.peer, t.tag, false));
@@ -157,8 +159,12 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   }
   // Each peer's first missing message only: the peer's part fails on it and posts no later
   // receive of this collective.
-  const auto owed = unsent_messages();
-  if (!owed.empty()) engine.withdraw(*comm_, kind_, owed, cls, origin);
+  try {
+    const auto owed = unsent_messages();
+    if (!owed.empty()) engine.withdraw(*comm_, kind_, sequence_, owed, cls, origin);
+  } catch (...) {
+    // Out of memory: the peers then wait for their timeout, as they would without WITHDRAWN.
+  }
   std::lock_guard lock(g_retired_mu);
   retired().push_back(shared_from_this());
 }
@@ -193,13 +199,19 @@ std::string Schedule::failed_here(const std::string& detail) const {
 
 std::string Schedule::origin_of(const RequestState& failed) const {
   // A withdrawn message keeps its sender's account of where the failure began.
-  return failed.withdrawn ? failed.error_message : failed_here(failure_detail(failed));
+  return failed.withdrawn ? failed.error_message.substr(0, failed.withdrawn_origin_length)
+                          : failed_here(failure_detail(failed));
 }
 
 void Schedule::run() {
   auto& engine = Runtime::get().engine();
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
-    post_round(i);
+    try {
+      post_round(i);
+    } catch (const std::exception& e) {
+      retire_after_failure(ErrorClass::intern, failed_here(e.what()));
+      throw;
+    }
     for (const auto& r : posted_) {
       engine.wait(*r);
       if (const RequestState* failed = failure()) {
@@ -210,7 +222,16 @@ void Schedule::run() {
       }
     }
     posted_.clear();
-    for (const auto& step : rounds_[i].locals) step();
+    try {
+      for (const auto& step : rounds_[i].locals) step();
+    } catch (const std::exception& e) {
+      retire_after_failure(ErrorClass::op,
+                           failed_here(std::string("reduction operation failed: ") + e.what()));
+      throw;
+    } catch (...) {
+      retire_after_failure(ErrorClass::op, failed_here("reduction operation failed"));
+      throw;
+    }
   }
 }
 

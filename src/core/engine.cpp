@@ -541,9 +541,10 @@ void Engine::deliver_unexpected_to(Unexpected& message,
 
 std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommState>& comm,
                                             bool collective, void* buf, std::size_t capacity,
-                                            int source, int tag) {
+                                            int source, int tag, std::uint32_t sequence) {
   auto request = new_receive(comm, collective ? comm->collective_context() : comm->context,
                              comm->world_source(source), tag, buf, capacity);
+  request->sequence = sequence;
   std::lock_guard lock(mu_);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     // Undecided messages wait for their communicator here: none can match (a backstop).
@@ -561,11 +562,10 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   if (collective && !withdrawn_.empty()) {
     const auto it = std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
       return w.context == request->context && w.source == request->source_world &&
-             w.tag == request->tag;
+             w.tag == request->tag && w.sequence == sequence;
     });
     if (it != withdrawn_.end()) {
-      request->withdrawn = true;
-      complete(*request, it->cls, it->reason);
+      fail_withdrawn(*request, it->source, it->cls, it->reason);
       withdrawn_.erase(it);
       return request;
     }
@@ -1366,8 +1366,8 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous, Verdict r
   flush_peer(peer);
 }
 
-void Engine::withdraw(const CommState& comm, OpKind op, std::span<const Owed> owed, ErrorClass cls,
-                      std::string_view reason) {
+void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
+                      std::span<const Owed> owed, ErrorClass cls, std::string_view reason) {
   reason = reason.substr(0, kMaxWithdrawReason);
   std::lock_guard lock(mu_);
   for (const Owed& o : owed) {
@@ -1381,28 +1381,40 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::span<const Owed> ow
     header.context = comm.collective_context();
     header.source = static_cast<std::uint32_t>(config_.world_rank);
     header.tag = o.tag;
-    header.aux = static_cast<std::uint64_t>(cls);
+    header.aux = static_cast<std::uint64_t>(cls) | (std::uint64_t{sequence} << 32);
     peer->channel_->enqueue(
         header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
     flush_peer(*peer);
   }
 }
 
-void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag, ErrorClass cls,
-                          std::string reason) {
+void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
+                            const std::string& reason) {
+  // The reason is the peer's account, relayed as it came; which peer relayed it is added.
+  request.withdrawn = true;
+  request.withdrawn_origin_length = reason.size();
+  complete(request, cls, reason + " (withdrawn by rank " + std::to_string(source_world) + ")");
+}
+
+void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag,
+                          std::uint32_t sequence, ErrorClass cls, const std::string& reason) {
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     RequestState& r = **it;
-    if (r.context == context && r.source_world == source_world && r.tag == tag) {
+    if (r.context == context && r.source_world == source_world && r.tag == tag &&
+        r.sequence == sequence) {
       auto request = std::move(*it);
       posted_.erase(it);
-      request->withdrawn = true;
-      complete(*request, cls, reason);
+      fail_withdrawn(*request, source_world, cls, reason);
       wake_sleeping_poller();  // its waiter may be another thread, asleep in poll()
       return;
     }
   }
-  if (withdrawn_.size() == kMaxWithdrawnKept) withdrawn_.pop_front();
-  withdrawn_.push_back({context, source_world, tag, cls, std::move(reason)});
+  const auto from_peer = [source_world](const Withdrawn& w) { return w.source == source_world; };
+  if (static_cast<std::size_t>(std::count_if(withdrawn_.begin(), withdrawn_.end(), from_peer)) >=
+      kMaxWithdrawnPerPeer) {
+    withdrawn_.erase(std::find_if(withdrawn_.begin(), withdrawn_.end(), from_peer));
+  }
+  withdrawn_.push_back({context, source_world, tag, sequence, cls, reason});
 }
 
 void Engine::decide_undecided(std::uint32_t base_context) {
@@ -1793,11 +1805,15 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         violation_ = "WITHDRAWN outside a collective context";
         return errc::frame_unexpected;
       }
-      if (header.aux == 0 || header.aux > static_cast<std::uint64_t>(ErrorClass::config)) {
-        violation_ = "WITHDRAWN with error class " + std::to_string(header.aux);
+      // aux: the error class (a failure, not "pending") and the collective's sequence number.
+      const std::uint64_t cls = header.aux & 0xffffffffu;
+      if (cls == 0 || cls > static_cast<std::uint64_t>(ErrorClass::config) ||
+          cls == static_cast<std::uint64_t>(ErrorClass::pending)) {
+        violation_ = "WITHDRAWN with error class " + std::to_string(cls);
         return errc::frame_unexpected;
       }
-      e.on_withdrawn(world_rank_, header.context, header.tag, static_cast<ErrorClass>(header.aux),
+      e.on_withdrawn(world_rank_, header.context, header.tag,
+                     static_cast<std::uint32_t>(header.aux >> 32), static_cast<ErrorClass>(cls),
                      peer_text(payload));
       return {};
     }

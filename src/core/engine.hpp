@@ -147,9 +147,11 @@ class Engine {
   /// other kind travels on the communicator's collective context.
   std::shared_ptr<RequestState> isend(const CommState& comm, OpKind op, const void* buf,
                                       std::size_t bytes, int dest, int tag, bool synchronous);
+  /// `sequence`: for a collective schedule's receive, the schedule's sequence number (what a
+  /// WITHDRAWN names along with the tag, see withdraw).
   std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm,
                                       bool collective, void* buf, std::size_t capacity,
-                                      int source, int tag);
+                                      int source, int tag, std::uint32_t sequence = 0);
   /// Status of the first matching unexpected message, after one round of progress.
   std::optional<Status> iprobe(const CommState& comm, bool collective, int source, int tag);
   /// Blocks until a message matches (probe).
@@ -240,14 +242,19 @@ class Engine {
     int peer = 0;
     int tag = 0;
   };
-  /// This rank's part of a collective on `comm` failed with `cls`. Each peer gets a WITHDRAWN
-  /// frame for the first message it was owed and will not get, so the receive that waits for
-  /// it fails at once with `cls` and `reason` instead of waiting for the job's timeout; that
-  /// peer's part then fails in turn and withdraws its own messages, so the failure reaches
-  /// every member. `reason` names where the failure began (kept under kMaxWithdrawReason).
-  void withdraw(const CommState& comm, OpKind op, std::span<const Owed> owed, ErrorClass cls,
-                std::string_view reason);
+  /// This rank's part of collective number `sequence` on `comm` failed with `cls`. Each peer
+  /// gets a WITHDRAWN frame for the first message it was owed and will not get, so the receive
+  /// that waits for it fails at once with `cls` and `reason` instead of waiting for the job's
+  /// timeout; that peer's part then fails in turn and withdraws its own messages, so the
+  /// failure reaches every member. `reason` names where the failure began (kept under
+  /// kMaxWithdrawReason). The frame's aux carries the class (low 32 bits) and the sequence
+  /// number (high 32 bits): the tag holds only its low 16 bits, and a withdrawal no receive
+  /// claimed must not match a collective 65,536 calls later.
+  void withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
+                std::span<const Owed> owed, ErrorClass cls, std::string_view reason);
   static constexpr std::size_t kMaxWithdrawReason = 512;
+  /// Withdrawals from one peer kept until a receive claims them (see withdrawn_).
+  static constexpr std::size_t kMaxWithdrawnPerPeer = 8;
 
  private:
   friend struct MatchedMessage;  // holds an Unexpected
@@ -428,8 +435,11 @@ class Engine {
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   // A peer withdrew a collective message (WITHDRAWN): the receive waiting for it fails, or the
   // first one posted later does.
-  void on_withdrawn(int source_world, std::uint32_t context, int tag, ErrorClass cls,
-                    std::string reason);
+  void on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
+                    ErrorClass cls, const std::string& reason);
+  // Fails `request` for a withdrawn message (RequestState::withdrawn).
+  void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
+                      const std::string& reason);
   void decide_undecided(std::uint32_t base_context);
   void audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
                      int tag, std::uint64_t bytes, std::uint64_t msg,
@@ -465,16 +475,17 @@ class Engine {
   std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
   // Collective messages peers withdrew before the receive for them was posted (on_withdrawn).
-  // A receive of a failed collective is never posted, so some stay: the oldest go past
-  // kMaxWithdrawnKept, after which a receive for one would wait as it did before WITHDRAWN.
+  // A receive of a failed collective is never posted, so some stay: past kMaxWithdrawnPerPeer
+  // from one peer its oldest goes (a receive for it would then wait, as before WITHDRAWN), so
+  // one peer cannot push out the others' withdrawals.
   struct Withdrawn {
     std::uint32_t context = 0;
     int source = 0;  // world rank
     int tag = 0;
+    std::uint32_t sequence = 0;
     ErrorClass cls = ErrorClass::other;
     std::string reason;
   };
-  static constexpr std::size_t kMaxWithdrawnKept = 1024;
   std::deque<Withdrawn> withdrawn_;
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;

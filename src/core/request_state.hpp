@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,9 +51,11 @@ struct RequestState {
   void* buffer = nullptr;
   std::size_t capacity = 0;
   bool matched = false;  // data is flowing in: too late to cancel
-  // Failed because the sender withdrew the message (a WITHDRAWN frame): error_message is then
-  // the sender's account of where the collective's failure began.
+  std::uint32_t sequence = 0;  // a collective schedule's receive: the schedule's number
+  // Failed because the sender withdrew the message (a WITHDRAWN frame): error_message then
+  // starts with the sender's account of where the collective's failure began, this long.
   bool withdrawn = false;
+  std::size_t withdrawn_origin_length = 0;
 
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;

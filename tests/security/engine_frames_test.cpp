@@ -202,14 +202,16 @@ struct HostileCase {
 
 std::span<const std::uint8_t> bytes_of(const std::vector<std::uint8_t>& v) { return v; }
 
-// Rank 1 withdraws the collective message `tag` on world's collective context (1).
-FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag) {
+// Rank 1 withdraws the message `tag` of collective number `sequence` on world's collective
+// context (1).
+FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag,
+                             std::uint32_t sequence = 0) {
   FrameHeader h;
   h.type = FrameType::withdrawn;
   h.context = 1;
   h.source = 1;
   h.tag = tag;
-  h.aux = error_class;
+  h.aux = error_class | (std::uint64_t{sequence} << 32);
   return h;
 }
 
@@ -295,6 +297,9 @@ const std::vector<HostileCase>& hostile_cases() {
        [](auto& r) { r.send(withdrawn_header(999), {}); }, "WITHDRAWN with error class 999"},
       {"WithdrawnWithoutAnError",
        [](auto& r) { r.send(withdrawn_header(0), {}); }, "WITHDRAWN with error class 0"},
+      {"WithdrawnAsPending",
+       [](auto& r) { r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::pending)), {}); },
+       "WITHDRAWN with error class " + std::to_string(static_cast<int>(ErrorClass::pending))},
       {"WithdrawnAfterGoodbye",
        [](auto& r) {
          r.send(FT::goodbye);
@@ -532,29 +537,38 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
 }
 
 // A peer whose part of a collective failed withdraws the message it owed us: the receive that
-// waits for it fails with the peer's error class and reason, one posted later fails at once,
-// and receives for other messages are not touched. The peer stays healthy.
+// waits for it (same tag and collective number) fails with the peer's error class and reason,
+// naming the peer; one posted later fails at once; receives for other messages are not
+// touched, and the peer stays healthy.
 TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   EngineUnderAttack rank0;
+  auto& engine = rank0.engine();
   std::array<char, 16> waiting{};
-  auto early = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag);
-  auto other = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 2);
-  const std::string reason = "rank 1's part failed: policy\x1b";
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy)), text_bytes(reason));
+  const auto post = [&](int tag, std::uint32_t sequence) {
+    return engine.irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, tag, sequence);
+  };
+  auto other_tag = post(kTag + 2, 5);
+  auto other_sequence = post(kTag, 4);
+  auto early = post(kTag, 5);
+  const std::string reason = "rank 1's part failed: policy\x1b";  // escaped when shown
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kTag, 5),
+             text_bytes(reason));
   rank0.wait(*early);
   EXPECT_EQ(early->status.error, ErrorClass::policy);
-  EXPECT_EQ(early->error_message, "rank 1's part failed: policy\\x1b");
+  EXPECT_EQ(early->error_message, "rank 1's part failed: policy\\x1b (withdrawn by rank 1)");
+  EXPECT_FALSE(other_tag->done.load());
+  EXPECT_FALSE(other_sequence->done.load());
 
-  // Withdrawn before its receive is posted: the receive fails as it is posted.
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kTag + 1),
+  // Withdrawn before its receive is posted: the receive fails as it is posted, once.
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kTag + 1, 5),
              text_bytes("late"));
   rank0.until_rank0_read();
-  auto late = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 1);
+  EXPECT_FALSE(post(kTag + 1, 6)->done.load());  // another collective's message with that tag
+  auto late = post(kTag + 1, 5);
   ASSERT_TRUE(late->done.load());
   EXPECT_EQ(late->status.error, ErrorClass::timeout);
-  EXPECT_EQ(late->error_message, "late");
-  // Once: a second receive for the same message waits for the message.
-  auto again = rank0.engine().irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, kTag + 1);
+  EXPECT_EQ(late->error_message, "late (withdrawn by rank 1)");
+  auto again = post(kTag + 1, 5);
   EXPECT_FALSE(again->done.load());
 
   // The other receives still get their messages: the peer was not failed.
@@ -562,15 +576,43 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   eager.type = FrameType::eager;
   eager.context = 1;
   eager.source = 1;
-  eager.tag = kTag + 2;
-  rank0.send(eager, kPayload);
-  eager.tag = kTag + 1;
-  rank0.send(eager, kPayload);
-  rank0.wait(*other);
-  rank0.wait(*again);
-  EXPECT_EQ(other->status.error, ErrorClass::success) << other->error_message;
-  EXPECT_EQ(again->status.error, ErrorClass::success) << again->error_message;
+  for (const int tag : {kTag + 2, kTag, kTag + 1, kTag + 1}) {
+    eager.tag = tag;
+    rank0.send(eager, kPayload);
+  }
+  for (const auto& request : {other_tag, other_sequence, again}) {
+    rank0.wait(*request);
+    EXPECT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+  }
   EXPECT_EQ(std::string(waiting.data()), "secret");
+}
+
+// Withdrawals no receive claims are kept per peer up to a bound; past it the oldest goes, and
+// a receive for it waits for the message as it would without WITHDRAWN.
+TEST(EngineFrames, UnclaimedWithdrawalsAreBoundedPerPeer) {
+  EngineUnderAttack rank0;
+  const int kept = static_cast<int>(detail::Engine::kMaxWithdrawnPerPeer);
+  for (int i = 0; i <= kept; ++i) {
+    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kTag + i),
+               text_bytes("gone"));
+  }
+  rank0.until_rank0_read();
+  std::array<char, 16> buffer{};
+  auto oldest = rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kTag);
+  EXPECT_FALSE(oldest->done.load());
+  for (int i = 1; i <= kept; ++i) {
+    auto r = rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kTag + i);
+    ASSERT_TRUE(r->done.load()) << i;
+    EXPECT_EQ(r->status.error, ErrorClass::policy);
+  }
+  FrameHeader eager;
+  eager.type = FrameType::eager;
+  eager.context = 1;
+  eager.source = 1;
+  eager.tag = kTag;
+  rank0.send(eager, kPayload);
+  rank0.wait(*oldest);
+  EXPECT_EQ(oldest->status.error, ErrorClass::success) << oldest->error_message;
 }
 
 // The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,7 +233,31 @@ void withdrawn(const sempi::Communicator& world) {
   } else {
     world.gather_bytes(block.data(), block.size(), all.data(), 0);
   }
-  // Every member took part in both: the collective sequence is still in step.
+  // A reduction that throws on rank 0 (4-rank recursive doubling: rank 0 then owes rank 2 its
+  // second-round message; ranks 1 and 3 have what they need from the first round).
+  const auto picky = sempi::Op::elementwise<int>(
+      [r](int a, int b) {
+        if (r == 0) throw std::runtime_error("rank 0 refuses to add");
+        return a + b;
+      },
+      true);
+  int total = 0;
+  if (r == 0 || r == 2) {
+    try {
+      world.allreduce(&r, &total, 1, picky);
+      CHECK(!"the allreduce succeeded");
+    } catch (const sempi::Error& e) {
+      CHECK(r == 2 && e.error_class() == ErrorClass::op);
+      CHECK(std::string(e.what()).find("rank 0's part failed: reduction operation failed: rank 0 "
+                                       "refuses to add (withdrawn by rank 0)") != std::string::npos);
+    } catch (const std::runtime_error& e) {
+      CHECK(r == 0 && std::string(e.what()) == "rank 0 refuses to add");
+    }
+  } else {
+    world.allreduce(&r, &total, 1, picky);
+    CHECK(total == 6);
+  }
+  // Every member took part in all three: the collective sequence is still in step.
   world.barrier();
   int sum = 0;
   world.allreduce(&r, &sum, 1, sempi::Op::sum());
