@@ -1396,8 +1396,8 @@ void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass 
   complete(request, cls, reason + " (withdrawn by rank " + std::to_string(source_world) + ")");
 }
 
-void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag,
-                          std::uint32_t sequence, ErrorClass cls, const std::string& reason) {
+void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
+                          ErrorClass cls, const std::string& reason) {
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     RequestState& r = **it;
     if (r.context == context && r.source_world == source_world && r.tag == tag &&

@@ -149,9 +149,9 @@ class Engine {
                                       std::size_t bytes, int dest, int tag, bool synchronous);
   /// `sequence`: for a collective schedule's receive, the schedule's sequence number (what a
   /// WITHDRAWN names along with the tag, see withdraw).
-  std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm,
-                                      bool collective, void* buf, std::size_t capacity,
-                                      int source, int tag, std::uint32_t sequence = 0);
+  std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm, bool collective,
+                                      void* buf, std::size_t capacity, int source, int tag,
+                                      std::uint32_t sequence = 0);
   /// Status of the first matching unexpected message, after one round of progress.
   std::optional<Status> iprobe(const CommState& comm, bool collective, int source, int tag);
   /// Blocks until a message matches (probe).
