@@ -318,6 +318,9 @@ class Schedule::Driver final : public RequestDriver {
         } catch (const std::exception& e) {
           const std::string detail = std::string("reduction operation failed: ") + e.what();
           return fail(ErrorClass::op, s.operation_ + ": " + detail, s.failed_here(detail));
+        } catch (...) {
+          const std::string detail = "reduction operation failed";
+          return fail(ErrorClass::op, s.operation_ + ": " + detail, s.failed_here(detail));
         }
       }
       if (next_ == s.rounds_.size()) {

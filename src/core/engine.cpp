@@ -1392,7 +1392,7 @@ void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass 
                             const std::string& reason) {
   // The reason is the peer's account, relayed as it came; which peer relayed it is added.
   request.withdrawn = true;
-  request.withdrawn_origin_length = reason.size();
+  request.withdrawn_origin_length = static_cast<std::uint32_t>(reason.size());
   complete(request, cls, reason + " (withdrawn by rank " + std::to_string(source_world) + ")");
 }
 

@@ -48,14 +48,14 @@ struct RequestState {
   std::uint32_t context = 0;
   int source_world = -1;  // ANY_SOURCE or a world rank
   int tag = -1;           // ANY_TAG or a tag
+  std::uint32_t sequence = 0;  // a collective schedule's receive: the schedule's number
   void* buffer = nullptr;
   std::size_t capacity = 0;
   bool matched = false;  // data is flowing in: too late to cancel
-  std::uint32_t sequence = 0;  // a collective schedule's receive: the schedule's number
   // Failed because the sender withdrew the message (a WITHDRAWN frame): error_message then
   // starts with the sender's account of where the collective's failure began, this long.
+  // (Members ordered to fill padding: every message has a RequestState.)
   bool withdrawn = false;
-  std::size_t withdrawn_origin_length = 0;
 
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;
@@ -63,6 +63,7 @@ struct RequestState {
   // The world rank whose channel this request waits on (-1: any or none). A waiter spins by
   // reading that channel directly (Engine::wait).
   int peer_hint = -1;
+  std::uint32_t withdrawn_origin_length = 0;
 
   // Collective (kind == collective): advanced by the application's waits (see RequestDriver),
   // never by the engine's own thread.

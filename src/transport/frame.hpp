@@ -16,7 +16,8 @@
 //      24    8 sequence     per channel and direction, starts at 0 (HELLO), +1 per frame
 //      32    8 length       payload bytes in this frame
 //      40    8 aux          type-specific (RTS: total message bytes; CTS/DATA/DENY: rendezvous id;
-//                           CREDIT: bytes of eager credit returned; WITHDRAWN: error class)
+//                           CREDIT: bytes of eager credit returned; WITHDRAWN: error class,
+//                           and the collective's sequence number in the high 32 bits)
 
 #include <array>
 #include <bit>
@@ -45,8 +46,9 @@ enum class FrameType : std::uint8_t {
                  // UTF-8 reason. The sender fails that request with ErrorClass::policy.
   credit = 11,   // the receiver freed `aux` bytes of eager credit (see core/engine.hpp)
   // The sender's part of a collective failed: the message `tag` on collective context
-  // `context` will never come. `aux`: the failure's ErrorClass; payload: a short UTF-8 reason.
-  // The receive waiting for it fails.
+  // `context` will never come. `aux`: the failure's ErrorClass (low 32 bits) and the
+  // collective's sequence number (high 32 bits); payload: a short UTF-8 reason. The receive
+  // waiting for it fails.
   withdrawn = 12,
 };
 inline constexpr std::uint8_t kMaxFrameType = 12;

@@ -562,6 +562,7 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   // Withdrawn before its receive is posted: the receive fails as it is posted, once.
   rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kTag + 1, 5),
              text_bytes("late"));
+  rank0.wait_until_delivered();
   rank0.until_rank0_read();
   EXPECT_FALSE(post(kTag + 1, 6)->done.load());  // another collective's message with that tag
   auto late = post(kTag + 1, 5);
@@ -596,6 +597,7 @@ TEST(EngineFrames, UnclaimedWithdrawalsAreBoundedPerPeer) {
     rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kTag + i),
                text_bytes("gone"));
   }
+  rank0.wait_until_delivered();
   rank0.until_rank0_read();
   std::array<char, 16> buffer{};
   auto oldest = rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kTag);
