@@ -4,11 +4,12 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <vector>
 
 #include "mpi/request_impl.hpp"
 
@@ -223,13 +224,33 @@ sempi_mpi_request* request_of(MPI_Request request, bool allow_null) {
 
 namespace {
 
-// A persistent request that MPI_Start may start; `which` prefixes errors (an array index).
-sempi_mpi_request* startable(MPI_Request request, const std::string& which) {
-  if (request == MPI_REQUEST_NULL) fail(MPI_ERR_REQUEST, which + "the request is MPI_REQUEST_NULL");
+// Fails with MPI_ERR_REQUEST; `index` >= 0 names the entry of MPI_Startall's array.
+[[noreturn]] void fail_request(int index, const char* why) {
+  fail(MPI_ERR_REQUEST,
+       (index < 0 ? std::string() : "array_of_requests[" + std::to_string(index) + "]: ") + why);
+}
+
+// A persistent request that MPI_Start may start (`index` as for fail_request). Builds no
+// string unless it fails: MPI_Startall runs it on every entry of every call.
+sempi_mpi_request* startable(MPI_Request request, int index) {
+  if (request == MPI_REQUEST_NULL) fail_request(index, "the request is MPI_REQUEST_NULL");
   sempi_mpi_request* r = request_of(request, false);
-  if (!r->persistent) fail(MPI_ERR_REQUEST, which + "not a persistent request");
-  if (r->active) fail(MPI_ERR_REQUEST, which + "the persistent request is already active");
+  if (!r->persistent) fail_request(index, "not a persistent request");
+  if (r->active) fail_request(index, "the persistent request is already active");
   return r;
+}
+
+// The first entry of `requests` that repeats an earlier one, or -1; no allocation once this
+// thread has sorted an array as long (persistent exchanges call MPI_Startall every step).
+int first_repeated(int count, const MPI_Request requests[]) {
+  thread_local std::vector<MPI_Request> sorted;
+  sorted.assign(requests, requests + count);
+  std::sort(sorted.begin(), sorted.end(), std::less<MPI_Request>());  // a total order
+  if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) return -1;
+  for (int i = 1; i < count; ++i) {
+    if (std::find(requests, requests + i, requests[i]) != requests + i) return i;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -738,7 +759,7 @@ int MPI_Recv_init(void* buf, int count, MPI_Datatype datatype, int source, int t
 int MPI_Start(MPI_Request* request) {
   return guarded(MPI_COMM_WORLD, "MPI_Start", [&] {
     require_output(request, "request");
-    sempi_mpi_request* r = startable(*request, "");
+    sempi_mpi_request* r = startable(*request, -1);
     const auto& a = r->args;
     return guarded_handler(r->handler(), "MPI_Start", [&] {
       if (a.mode == Mode::recv) {
@@ -762,13 +783,10 @@ int MPI_Startall(int count, MPI_Request requests[]) {
     if (count > 0) require_output(requests, "array_of_requests");
     check_count(count);
     // Every request is checked before any starts: a bad entry leaves none of them active.
-    std::unordered_set<MPI_Request> seen;
+    const int repeated = first_repeated(count, requests);
     for (int i = 0; i < count; ++i) {
-      const std::string which = "array_of_requests[" + std::to_string(i) + "]: ";
-      startable(requests[i], which);
-      if (!seen.insert(requests[i]).second) {
-        fail(MPI_ERR_REQUEST, which + "the same request appears twice in the array");
-      }
+      startable(requests[i], i);
+      if (i == repeated) fail_request(i, "the same request appears twice in the array");
     }
     for (int i = 0; i < count; ++i) {
       const int code = MPI_Start(&requests[i]);
