@@ -202,15 +202,20 @@ struct HostileCase {
 
 std::span<const std::uint8_t> bytes_of(const std::vector<std::uint8_t>& v) { return v; }
 
-// Rank 1 withdraws the message `tag` of collective number `sequence` on world's collective
-// context (1).
-FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag,
-                             std::uint32_t sequence = 0) {
+// A frame of rank 1 with `tag` on world's collective context (1).
+FrameHeader collective_header(FrameType type, std::int32_t tag) {
   FrameHeader h;
-  h.type = FrameType::withdrawn;
+  h.type = type;
   h.context = 1;
   h.source = 1;
   h.tag = tag;
+  return h;
+}
+
+// Rank 1 withdraws the message `tag` of collective number `sequence`.
+FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag,
+                             std::uint32_t sequence = 0) {
+  FrameHeader h = collective_header(FrameType::withdrawn, tag);
   h.aux = error_class | (std::uint64_t{sequence} << 32);
   return h;
 }
@@ -573,13 +578,8 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   EXPECT_FALSE(again->done.load());
 
   // The other receives still get their messages: the peer was not failed.
-  FrameHeader eager;
-  eager.type = FrameType::eager;
-  eager.context = 1;
-  eager.source = 1;
   for (const int tag : {kTag + 2, kTag, kTag + 1, kTag + 1}) {
-    eager.tag = tag;
-    rank0.send(eager, kPayload);
+    rank0.send(collective_header(FrameType::eager, tag), kPayload);
   }
   for (const auto& request : {other_tag, other_sequence, again}) {
     rank0.wait(*request);
@@ -607,12 +607,7 @@ TEST(EngineFrames, UnclaimedWithdrawalsAreBoundedPerPeer) {
     ASSERT_TRUE(r->done.load()) << i;
     EXPECT_EQ(r->status.error, ErrorClass::policy);
   }
-  FrameHeader eager;
-  eager.type = FrameType::eager;
-  eager.context = 1;
-  eager.source = 1;
-  eager.tag = kTag;
-  rank0.send(eager, kPayload);
+  rank0.send(collective_header(FrameType::eager, kTag), kPayload);
   rank0.wait(*oldest);
   EXPECT_EQ(oldest->status.error, ErrorClass::success) << oldest->error_message;
 }
