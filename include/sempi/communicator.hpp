@@ -283,7 +283,7 @@ class Communicator {
   // Typed forms. `send` parameters accept IN_PLACE (they do not take part in deducing T).
   template <Element T>
   void bcast(T* buf, int count, int root) const {
-    bcast_bytes(buf, detail::checked_bytes(buf, count, "bcast"), root);
+    bcast_bytes(buf, collective_bytes(buf, count, "bcast"), root);
   }
   /// Broadcasts the vector's current elements (every rank must have the same size).
   template <Element T>
@@ -296,7 +296,7 @@ class Communicator {
   }
   template <Element T>
   Request ibcast(T* buf, int count, int root) const {
-    return ibcast_bytes(buf, detail::checked_bytes(buf, count, "ibcast"), root);
+    return ibcast_bytes(buf, collective_bytes(buf, count, "ibcast"), root);
   }
 
   /// `count` elements per rank.
@@ -496,17 +496,30 @@ class Communicator {
 
  private:
   static int to_count(std::size_t n);
-  // Collective helpers: element counts to byte counts, with the count check.
+  // Collective helpers: element counts to byte counts, with the count check. A rank whose
+  // arguments they refuse takes no part in the collective (refuse_collective).
   template <class T>
-  static std::size_t element_bytes(int count, const char* operation) {
+  std::size_t element_bytes(int count, const char* operation) const {
     if (count < 0) {
-      throw Error(ErrorClass::count,
-                  std::string(operation) + ": negative count " + std::to_string(count));
+      refuse_collective(
+          operation, Error(ErrorClass::count,
+                           std::string(operation) + ": negative count " + std::to_string(count)));
     }
     return static_cast<std::size_t>(count) * sizeof(T);
   }
   template <class T>
-  static std::vector<std::size_t> to_bytes(std::span<const int> counts, const char* operation) {
+  std::size_t collective_bytes(const T* buf, int count, const char* operation) const {
+    try {
+      return detail::checked_bytes(buf, count, operation);
+    } catch (const Error& e) {
+      refuse_collective(operation, e);
+    }
+  }
+  // Abandons the collective `operation` (one of those above use) on this rank, so the other
+  // members fail at once instead of waiting for it, and throws `error`.
+  [[noreturn]] void refuse_collective(const char* operation, const Error& error) const;
+  template <class T>
+  std::vector<std::size_t> to_bytes(std::span<const int> counts, const char* operation) const {
     std::vector<std::size_t> bytes;
     bytes.reserve(counts.size());
     for (const int c : counts) bytes.push_back(element_bytes<T>(c, operation));

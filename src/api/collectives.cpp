@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 
+#include "coll/abandon.hpp"
 #include "coll/algorithms.hpp"
 #include "coll/tuning.hpp"
 #include "core/runtime.hpp"
@@ -77,6 +78,22 @@ std::size_t extent(Bytes bytes, Bytes displs) {
   return end;
 }
 
+// Checks and builds a collective's schedule with `build(comm, args..., operation)`. A rank whose
+// checks fail takes no part in the collective: it abandons it (coll/abandon.hpp), so the other
+// members fail at once and the sequence numbers stay in step, and the error goes on.
+template <class Build, class... Args>
+std::shared_ptr<Schedule> scheduled(OpKind kind, const std::shared_ptr<detail::CommState>& state,
+                                    const char* operation, Build build, Args&&... args) {
+  const auto comm = checked(state, operation);
+  const detail::coll::CollectiveCall call(*comm, kind);
+  try {
+    return build(comm, std::forward<Args>(args)..., operation);
+  } catch (const Error& e) {
+    call.failed(e.error_class(), e.what());
+    throw;
+  }
+}
+
 std::shared_ptr<Schedule> make(const std::shared_ptr<const detail::CommState>& comm, OpKind kind,
                                const char* operation) {
   return std::make_shared<Schedule>(comm, kind, operation);
@@ -89,8 +106,9 @@ const std::byte* input_or_null(const void* p) { return is_in_place(p) ? nullptr 
 
 // --- per-operation schedule builders (shared by the blocking and nonblocking forms) ---------
 
-std::shared_ptr<Schedule> build_barrier(const std::shared_ptr<const detail::CommState>& comm) {
-  auto s = make(comm, OpKind::barrier, "barrier");
+std::shared_ptr<Schedule> build_barrier(const std::shared_ptr<const detail::CommState>& comm,
+                                        const char* operation) {
+  auto s = make(comm, OpKind::barrier, operation);
   if (s->size() > 1) detail::coll::barrier_dissemination(*s);
   return s;
 }
@@ -150,22 +168,46 @@ std::shared_ptr<Schedule> build_allreduce(const std::shared_ptr<const detail::Co
 
 }  // namespace
 
+void Communicator::refuse_collective(const char* operation, const Error& error) const {
+  // The operations whose element counts or buffers the header's templates check.
+  static constexpr std::pair<std::string_view, OpKind> kKinds[] = {
+      {"bcast", OpKind::bcast},          {"ibcast", OpKind::bcast},
+      {"scatter", OpKind::scatter},      {"iscatter", OpKind::scatter},
+      {"scatterv", OpKind::scatter},     {"iscatterv", OpKind::scatter},
+      {"gather", OpKind::gather},        {"igather", OpKind::gather},
+      {"gatherv", OpKind::gather},       {"igatherv", OpKind::gather},
+      {"allgather", OpKind::allgather},  {"iallgather", OpKind::allgather},
+      {"allgatherv", OpKind::allgather}, {"iallgatherv", OpKind::allgather},
+      {"alltoall", OpKind::alltoall},    {"ialltoall", OpKind::alltoall},
+      {"alltoallv", OpKind::alltoall},   {"ialltoallv", OpKind::alltoall},
+  };
+  const auto* entry = std::find_if(std::begin(kKinds), std::end(kKinds),
+                                   [&](const auto& k) { return k.first == operation; });
+  if (state_ && entry != std::end(kKinds)) {
+    detail::coll::CollectiveCall(*state_, entry->second).failed(error.error_class(), error.what());
+  }
+  throw error;
+}
+
 // --- barrier ---------------------------------------------------------------------------------
 
-void Communicator::barrier() const { build_barrier(checked(state_, "barrier"))->run(); }
+void Communicator::barrier() const {
+  scheduled(OpKind::barrier, state_, "barrier", build_barrier)->run();
+}
 
 Request Communicator::ibarrier() const {
-  return Request(build_barrier(checked(state_, "ibarrier"))->start());
+  return Request(scheduled(OpKind::barrier, state_, "ibarrier", build_barrier)->start());
 }
 
 // --- bcast -----------------------------------------------------------------------------------
 
 void Communicator::bcast_bytes(void* buf, std::size_t bytes, int root) const {
-  build_bcast(checked(state_, "bcast"), buf, bytes, root, "bcast")->run();
+  scheduled(OpKind::bcast, state_, "bcast", build_bcast, buf, bytes, root)->run();
 }
 
 Request Communicator::ibcast_bytes(void* buf, std::size_t bytes, int root) const {
-  return Request(build_bcast(checked(state_, "ibcast"), buf, bytes, root, "ibcast")->start());
+  return Request(
+      scheduled(OpKind::bcast, state_, "ibcast", build_bcast, buf, bytes, root)->start());
 }
 
 // --- scatter / gather ------------------------------------------------------------------------
@@ -195,13 +237,14 @@ std::shared_ptr<Schedule> build_scatter(const std::shared_ptr<const detail::Comm
 }  // namespace
 
 void Communicator::scatter_bytes(const void* send, void* recv, std::size_t bytes, int root) const {
-  build_scatter(checked(state_, "scatter"), send, recv, bytes, root, "scatter")->run();
+  scheduled(OpKind::scatter, state_, "scatter", build_scatter, send, recv, bytes, root)->run();
 }
 
 Request Communicator::iscatter_bytes(const void* send, void* recv, std::size_t bytes,
                                      int root) const {
   return Request(
-      build_scatter(checked(state_, "iscatter"), send, recv, bytes, root, "iscatter")->start());
+      scheduled(OpKind::scatter, state_, "iscatter", build_scatter, send, recv, bytes, root)
+          ->start());
 }
 
 namespace {
@@ -237,16 +280,16 @@ std::shared_ptr<Schedule> build_scatterv(const std::shared_ptr<const detail::Com
 void Communicator::scatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
                                   std::span<const std::size_t> send_displs, void* recv,
                                   std::size_t recv_bytes, int root) const {
-  build_scatterv(checked(state_, "scatterv"), send, send_bytes, send_displs, recv, recv_bytes, root,
-                 "scatterv")
+  scheduled(OpKind::scatter, state_, "scatterv", build_scatterv, send, send_bytes, send_displs,
+            recv, recv_bytes, root)
       ->run();
 }
 
 Request Communicator::iscatterv_bytes(const void* send, std::span<const std::size_t> send_bytes,
                                       std::span<const std::size_t> send_displs, void* recv,
                                       std::size_t recv_bytes, int root) const {
-  return Request(build_scatterv(checked(state_, "iscatterv"), send, send_bytes, send_displs, recv,
-                                recv_bytes, root, "iscatterv")
+  return Request(scheduled(OpKind::scatter, state_, "iscatterv", build_scatterv, send, send_bytes,
+                           send_displs, recv, recv_bytes, root)
                      ->start());
 }
 
@@ -275,13 +318,13 @@ std::shared_ptr<Schedule> build_gather(const std::shared_ptr<const detail::CommS
 }  // namespace
 
 void Communicator::gather_bytes(const void* send, std::size_t bytes, void* recv, int root) const {
-  build_gather(checked(state_, "gather"), send, bytes, recv, root, "gather")->run();
+  scheduled(OpKind::gather, state_, "gather", build_gather, send, bytes, recv, root)->run();
 }
 
 Request Communicator::igather_bytes(const void* send, std::size_t bytes, void* recv,
                                     int root) const {
   return Request(
-      build_gather(checked(state_, "igather"), send, bytes, recv, root, "igather")->start());
+      scheduled(OpKind::gather, state_, "igather", build_gather, send, bytes, recv, root)->start());
 }
 
 namespace {
@@ -318,16 +361,16 @@ std::shared_ptr<Schedule> build_gatherv(const std::shared_ptr<const detail::Comm
 void Communicator::gatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                                  std::span<const std::size_t> recv_bytes,
                                  std::span<const std::size_t> recv_displs, int root) const {
-  build_gatherv(checked(state_, "gatherv"), send, send_bytes, recv, recv_bytes, recv_displs, root,
-                "gatherv")
+  scheduled(OpKind::gather, state_, "gatherv", build_gatherv, send, send_bytes, recv, recv_bytes,
+            recv_displs, root)
       ->run();
 }
 
 Request Communicator::igatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                                      std::span<const std::size_t> recv_bytes,
                                      std::span<const std::size_t> recv_displs, int root) const {
-  return Request(build_gatherv(checked(state_, "igatherv"), send, send_bytes, recv, recv_bytes,
-                               recv_displs, root, "igatherv")
+  return Request(scheduled(OpKind::gather, state_, "igatherv", build_gatherv, send, send_bytes,
+                           recv, recv_bytes, recv_displs, root)
                      ->start());
 }
 
@@ -365,12 +408,13 @@ std::shared_ptr<Schedule> build_allgather(const std::shared_ptr<const detail::Co
 }  // namespace
 
 void Communicator::allgather_bytes(const void* send, std::size_t bytes, void* recv) const {
-  build_allgather(checked(state_, "allgather"), send, bytes, recv, "allgather")->run();
+  scheduled(OpKind::allgather, state_, "allgather", build_allgather, send, bytes, recv)->run();
 }
 
 Request Communicator::iallgather_bytes(const void* send, std::size_t bytes, void* recv) const {
   return Request(
-      build_allgather(checked(state_, "iallgather"), send, bytes, recv, "iallgather")->start());
+      scheduled(OpKind::allgather, state_, "iallgather", build_allgather, send, bytes, recv)
+          ->start());
 }
 
 namespace {
@@ -405,16 +449,16 @@ std::shared_ptr<Schedule> build_allgatherv(const std::shared_ptr<const detail::C
 void Communicator::allgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                                     std::span<const std::size_t> recv_bytes,
                                     std::span<const std::size_t> recv_displs) const {
-  build_allgatherv(checked(state_, "allgatherv"), send, send_bytes, recv, recv_bytes, recv_displs,
-                   "allgatherv")
+  scheduled(OpKind::allgather, state_, "allgatherv", build_allgatherv, send, send_bytes, recv,
+            recv_bytes, recv_displs)
       ->run();
 }
 
 Request Communicator::iallgatherv_bytes(const void* send, std::size_t send_bytes, void* recv,
                                         std::span<const std::size_t> recv_bytes,
                                         std::span<const std::size_t> recv_displs) const {
-  return Request(build_allgatherv(checked(state_, "iallgatherv"), send, send_bytes, recv,
-                                  recv_bytes, recv_displs, "iallgatherv")
+  return Request(scheduled(OpKind::allgather, state_, "iallgatherv", build_allgatherv, send,
+                           send_bytes, recv, recv_bytes, recv_displs)
                      ->start());
 }
 
@@ -447,12 +491,12 @@ std::shared_ptr<Schedule> build_alltoall(const std::shared_ptr<const detail::Com
 }  // namespace
 
 void Communicator::alltoall_bytes(const void* send, std::size_t bytes, void* recv) const {
-  build_alltoall(checked(state_, "alltoall"), send, bytes, recv, "alltoall")->run();
+  scheduled(OpKind::alltoall, state_, "alltoall", build_alltoall, send, bytes, recv)->run();
 }
 
 Request Communicator::ialltoall_bytes(const void* send, std::size_t bytes, void* recv) const {
   return Request(
-      build_alltoall(checked(state_, "ialltoall"), send, bytes, recv, "ialltoall")->start());
+      scheduled(OpKind::alltoall, state_, "ialltoall", build_alltoall, send, bytes, recv)->start());
 }
 
 namespace {
@@ -496,8 +540,8 @@ void Communicator::alltoallv_bytes(const void* send, std::span<const std::size_t
                                    std::span<const std::size_t> send_displs, void* recv,
                                    std::span<const std::size_t> recv_bytes,
                                    std::span<const std::size_t> recv_displs) const {
-  build_alltoallv(checked(state_, "alltoallv"), send, send_bytes, send_displs, recv, recv_bytes,
-                  recv_displs, "alltoallv")
+  scheduled(OpKind::alltoall, state_, "alltoallv", build_alltoallv, send, send_bytes, send_displs,
+            recv, recv_bytes, recv_displs)
       ->run();
 }
 
@@ -505,8 +549,8 @@ Request Communicator::ialltoallv_bytes(const void* send, std::span<const std::si
                                        std::span<const std::size_t> send_displs, void* recv,
                                        std::span<const std::size_t> recv_bytes,
                                        std::span<const std::size_t> recv_displs) const {
-  return Request(build_alltoallv(checked(state_, "ialltoallv"), send, send_bytes, send_displs, recv,
-                                 recv_bytes, recv_displs, "ialltoallv")
+  return Request(scheduled(OpKind::alltoall, state_, "ialltoallv", build_alltoallv, send,
+                           send_bytes, send_displs, recv, recv_bytes, recv_displs)
                      ->start());
 }
 
@@ -549,26 +593,28 @@ std::shared_ptr<Schedule> build_reduce(const std::shared_ptr<const detail::CommS
 
 void Communicator::reduce_raw(const void* send, void* recv, int count, const ElementType& type,
                               const Op& op, int root) const {
-  build_reduce(checked(state_, "reduce"), send, recv, count, type, op, root, "reduce")->run();
+  scheduled(OpKind::reduce, state_, "reduce", build_reduce, send, recv, count, type, op, root)
+      ->run();
 }
 
 Request Communicator::ireduce_raw(const void* send, void* recv, int count, const ElementType& type,
                                   const Op& op, int root) const {
   return Request(
-      build_reduce(checked(state_, "ireduce"), send, recv, count, type, op, root, "ireduce")
+      scheduled(OpKind::reduce, state_, "ireduce", build_reduce, send, recv, count, type, op, root)
           ->start());
 }
 
 void Communicator::allreduce_raw(const void* send, void* recv, int count, const ElementType& type,
                                  const Op& op) const {
-  build_allreduce(checked(state_, "allreduce"), send, recv, count, type, op, "allreduce")->run();
+  scheduled(OpKind::allreduce, state_, "allreduce", build_allreduce, send, recv, count, type, op)
+      ->run();
 }
 
 Request Communicator::iallreduce_raw(const void* send, void* recv, int count,
                                      const ElementType& type, const Op& op) const {
-  return Request(
-      build_allreduce(checked(state_, "iallreduce"), send, recv, count, type, op, "iallreduce")
-          ->start());
+  return Request(scheduled(OpKind::allreduce, state_, "iallreduce", build_allreduce, send, recv,
+                           count, type, op)
+                     ->start());
 }
 
 namespace {
@@ -613,24 +659,23 @@ std::shared_ptr<Schedule> build_reduce_scatter(const std::shared_ptr<const detai
 void Communicator::reduce_scatter_raw(const void* send, void* recv,
                                       std::span<const int> recv_counts, const ElementType& type,
                                       const Op& op) const {
-  build_reduce_scatter(checked(state_, "reduce_scatter"), send, recv, recv_counts, type, op,
-                       "reduce_scatter")
+  scheduled(OpKind::reduce_scatter, state_, "reduce_scatter", build_reduce_scatter, send, recv,
+            recv_counts, type, op)
       ->run();
 }
 
 Request Communicator::ireduce_scatter_raw(const void* send, void* recv,
                                           std::span<const int> recv_counts, const ElementType& type,
                                           const Op& op) const {
-  return Request(build_reduce_scatter(checked(state_, "ireduce_scatter"), send, recv, recv_counts,
-                                      type, op, "ireduce_scatter")
+  return Request(scheduled(OpKind::reduce_scatter, state_, "ireduce_scatter", build_reduce_scatter,
+                           send, recv, recv_counts, type, op)
                      ->start());
 }
 
 namespace {
 
-// reduce_scatter_block is reduce_scatter with the same count for every rank.
-std::vector<int> equal_counts(int ranks, int count, const char* name) {
-  check_count(count, name);
+// reduce_scatter_block is reduce_scatter with the same count for every rank (checked there).
+std::vector<int> equal_counts(int ranks, int count) {
   return std::vector<int>(static_cast<std::size_t>(ranks), count);
 }
 
@@ -638,14 +683,17 @@ std::vector<int> equal_counts(int ranks, int count, const char* name) {
 
 void Communicator::reduce_scatter_block_raw(const void* send, void* recv, int recv_count,
                                             const ElementType& type, const Op& op) const {
-  reduce_scatter_raw(send, recv, equal_counts(size(), recv_count, "reduce_scatter_block"), type,
-                     op);
+  scheduled(OpKind::reduce_scatter, state_, "reduce_scatter_block", build_reduce_scatter, send,
+            recv, equal_counts(size(), recv_count), type, op)
+      ->run();
 }
 
 Request Communicator::ireduce_scatter_block_raw(const void* send, void* recv, int recv_count,
                                                 const ElementType& type, const Op& op) const {
-  return ireduce_scatter_raw(send, recv, equal_counts(size(), recv_count, "ireduce_scatter_block"),
-                             type, op);
+  return Request(scheduled(OpKind::reduce_scatter, state_, "ireduce_scatter_block",
+                           build_reduce_scatter, send, recv, equal_counts(size(), recv_count), type,
+                           op)
+                     ->start());
 }
 
 namespace {
@@ -679,24 +727,25 @@ std::shared_ptr<Schedule> build_scan(const std::shared_ptr<const detail::CommSta
 
 void Communicator::scan_raw(const void* send, void* recv, int count, const ElementType& type,
                             const Op& op) const {
-  build_scan(checked(state_, "scan"), send, recv, count, type, op, false, "scan")->run();
+  scheduled(OpKind::scan, state_, "scan", build_scan, send, recv, count, type, op, false)->run();
 }
 
 Request Communicator::iscan_raw(const void* send, void* recv, int count, const ElementType& type,
                                 const Op& op) const {
   return Request(
-      build_scan(checked(state_, "iscan"), send, recv, count, type, op, false, "iscan")->start());
+      scheduled(OpKind::scan, state_, "iscan", build_scan, send, recv, count, type, op, false)
+          ->start());
 }
 
 void Communicator::exscan_raw(const void* send, void* recv, int count, const ElementType& type,
                               const Op& op) const {
-  build_scan(checked(state_, "exscan"), send, recv, count, type, op, true, "exscan")->run();
+  scheduled(OpKind::exscan, state_, "exscan", build_scan, send, recv, count, type, op, true)->run();
 }
 
 Request Communicator::iexscan_raw(const void* send, void* recv, int count, const ElementType& type,
                                   const Op& op) const {
   return Request(
-      build_scan(checked(state_, "iexscan"), send, recv, count, type, op, true, "iexscan")
+      scheduled(OpKind::exscan, state_, "iexscan", build_scan, send, recv, count, type, op, true)
           ->start());
 }
 

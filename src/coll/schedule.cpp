@@ -91,7 +91,10 @@ void Schedule::post_round(std::size_t index) {
     }
   }
   for (const auto& t : round.transfers) {
-    if (t.is_send) posted_.push_back(engine.isend(*comm_, kind_, t.buf, t.bytes, t.peer, t.tag, false));
+    if (t.is_send) {
+      posted_.push_back(
+          engine.isend(*comm_, kind_, t.buf, t.bytes, t.peer, t.tag, false, sequence_));
+    }
   }
 }
 

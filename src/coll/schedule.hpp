@@ -28,12 +28,13 @@
 #include "core/collective_kind.hpp"
 #include "core/comm_state.hpp"
 #include "core/engine.hpp"
+#include "core/internal_tags.hpp"
 #include "core/request_state.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::detail::coll {
 
-inline constexpr int kCollectiveTagBit = 1 << 30;
+inline constexpr int kCollectiveTagBit = internal_tag::kScheduleBit;
 inline constexpr int kSequenceBits = 16;
 inline constexpr int kStepBits = 14;
 

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/printable.hpp"
+#include "core/internal_tags.hpp"
 #include "sempi/constants.hpp"
 
 namespace sempi::detail {
@@ -341,17 +342,27 @@ std::string Engine::abort_reason() const {
 // --- operations ------------------------------------------------------------------------------
 
 std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, const void* buf,
-                                            std::size_t bytes, int dest, int tag,
-                                            bool synchronous) {
+                                            std::size_t bytes, int dest, int tag, bool synchronous,
+                                            std::uint32_t sequence) {
   const int world = comm.world_ranks[static_cast<std::size_t>(dest)];
   const bool collective = op != OpKind::p2p;
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
   auto request = std::make_shared<RequestState>(RequestKind::send);
   request->peer_hint = world;
+  request->sequence = sequence;
   std::lock_guard lock(mu_);
   if (!abort_reason_.empty()) {
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
+  }
+  if (collective && !withdrawn_.empty()) {
+    // The receiver takes no part in this collective: nothing would ever receive the message.
+    forget_old_withdrawals(context, sequence);
+    const auto it = find_withdrawn(context, world, tag, sequence, true);
+    if (it != withdrawn_.end()) {
+      fail_withdrawn(*request, it->source, it->cls, it->reason);
+      return request;
+    }
   }
   const auto* data = static_cast<const std::uint8_t*>(buf);
   const auto op_code = static_cast<std::uint16_t>(op);
@@ -462,7 +473,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     header.type = FrameType::rts;
     header.aux = bytes;
     id = peer->channel_->enqueue(header, {}, nullptr);
-    peer->send_rendezvous_[id] = SendRendezvous{request, data, bytes, context, tag, 0, header.op};
+    peer->send_rendezvous_[id] =
+        SendRendezvous{request, data, bytes, context, tag, 0, header.op, sequence};
     request->pending_parts = 1;
   }
   flush_peer(*peer);
@@ -560,13 +572,11 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
     return request;
   }
   if (collective && !withdrawn_.empty()) {
-    const auto it = std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
-      return w.context == request->context && w.source == request->source_world &&
-             w.tag == request->tag && w.sequence == sequence;
-    });
+    forget_old_withdrawals(request->context, sequence);
+    const auto it = find_withdrawn(request->context, request->source_world, tag, sequence, false);
     if (it != withdrawn_.end()) {
       fail_withdrawn(*request, it->source, it->cls, it->reason);
-      withdrawn_.erase(it);
+      if (!it->whole) withdrawn_.erase(it);  // a whole one may cover further receives
       return request;
     }
   }
@@ -1283,6 +1293,8 @@ void Engine::drain_freed() {
     freed_->any = false;
   }
   for (const std::uint32_t context : freed) {
+    // No transfer of the communicator's collectives can come: its withdrawals can go.
+    std::erase_if(withdrawn_, [&](const Withdrawn& w) { return w.context >> 1 == context >> 1; });
     const auto it = comms_.find(context >> 1);
     if (it == comms_.end() || !it->second.decisions || it->second.freed) continue;
     CommEntry& entry = it->second;
@@ -1388,6 +1400,46 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
   }
 }
 
+void Engine::withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequence,
+                            ErrorClass cls, std::string_view reason) {
+  reason = reason.substr(0, kMaxWithdrawReason);
+  std::lock_guard lock(mu_);
+  for (const int world : comm.world_ranks) {
+    if (world == config_.world_rank) continue;
+    Peer* peer = peers_[static_cast<std::size_t>(world)].get();
+    if (peer == nullptr || peer->failed_ || !peer->channel_) continue;
+    FrameHeader header;
+    header.type = FrameType::withdrawn;
+    header.flags = flags::kWholeCollective;
+    header.op = static_cast<std::uint16_t>(op);
+    header.context = comm.collective_context();
+    header.source = static_cast<std::uint32_t>(config_.world_rank);
+    header.aux = static_cast<std::uint64_t>(cls) | (std::uint64_t{sequence} << 32);
+    peer->channel_->enqueue(
+        header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
+    flush_peer(*peer);
+  }
+}
+
+std::deque<Engine::Withdrawn>::iterator Engine::find_withdrawn(std::uint32_t context, int peer,
+                                                               int tag, std::uint32_t sequence,
+                                                               bool for_send) {
+  // A send is covered only by a whole withdrawal: a partial one names a message the peer owed.
+  // A whole one covers only schedules' transfers: the runtime's own have no sequence number.
+  const bool scheduled = internal_tag::is_schedule_tag(tag);
+  return std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
+    return w.context == context && w.source == peer && w.sequence == sequence &&
+           (w.whole ? scheduled : !for_send && w.tag == tag);
+  });
+}
+
+void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence) {
+  std::erase_if(withdrawn_, [&](const Withdrawn& w) {
+    return w.context == context &&
+           static_cast<std::int32_t>(sequence - w.sequence) > kWithdrawnWindow;
+  });
+}
+
 void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                             const std::string& reason) {
   // The reason is the peer's account, relayed as it came; which peer relayed it is added.
@@ -1397,24 +1449,43 @@ void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass 
 }
 
 void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
-                          ErrorClass cls, const std::string& reason) {
-  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+                          bool whole, ErrorClass cls, const std::string& reason) {
+  bool failed_any = false;
+  for (auto it = posted_.begin(); it != posted_.end();) {
     RequestState& r = **it;
-    if (r.context == context && r.source_world == source_world && r.tag == tag &&
-        r.sequence == sequence) {
+    if (r.context == context && r.source_world == source_world && r.sequence == sequence &&
+        (whole ? internal_tag::is_schedule_tag(r.tag) : r.tag == tag)) {
       auto request = std::move(*it);
-      posted_.erase(it);
+      it = posted_.erase(it);
       fail_withdrawn(*request, source_world, cls, reason);
-      wake_sleeping_poller();  // its waiter may be another thread, asleep in poll()
-      return;
+      failed_any = true;
+      if (!whole) break;
+    } else {
+      ++it;
     }
   }
+  if (whole) {
+    // Sends to the peer that wait for its CTS: it will never send one.
+    auto& sends = peers_[static_cast<std::size_t>(source_world)]->send_rendezvous_;
+    for (auto it = sends.begin(); it != sends.end();) {
+      if (it->second.context == context && it->second.sequence == sequence &&
+          internal_tag::is_schedule_tag(it->second.tag)) {
+        fail_withdrawn(*it->second.request, source_world, cls, reason);
+        it = sends.erase(it);
+        failed_any = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (failed_any) wake_sleeping_poller();  // a waiter may be another thread, asleep in poll()
+  if (failed_any && !whole) return;
   const auto from_peer = [source_world](const Withdrawn& w) { return w.source == source_world; };
   if (static_cast<std::size_t>(std::count_if(withdrawn_.begin(), withdrawn_.end(), from_peer)) >=
       kMaxWithdrawnPerPeer) {
     withdrawn_.erase(std::find_if(withdrawn_.begin(), withdrawn_.end(), from_peer));
   }
-  withdrawn_.push_back({context, source_world, tag, sequence, cls, reason});
+  withdrawn_.push_back({context, source_world, tag, sequence, whole, cls, reason});
 }
 
 void Engine::decide_undecided(std::uint32_t base_context) {
@@ -1812,9 +1883,16 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         violation_ = "WITHDRAWN with error class " + std::to_string(cls);
         return errc::frame_unexpected;
       }
+      // Whole: the peer takes no part in the collective, so no tag is meant (it must be 0).
+      const bool whole = (header.flags & flags::kWholeCollective) != 0;
+      if ((header.flags & ~flags::kWholeCollective) != 0 || (whole && header.tag != 0)) {
+        violation_ = "WITHDRAWN with flags " + std::to_string(header.flags) + " and tag " +
+                     std::to_string(header.tag);
+        return errc::frame_unexpected;
+      }
       e.on_withdrawn(world_rank_, header.context, header.tag,
-                     static_cast<std::uint32_t>(header.aux >> 32), static_cast<ErrorClass>(cls),
-                     peer_text(payload));
+                     static_cast<std::uint32_t>(header.aux >> 32), whole,
+                     static_cast<ErrorClass>(cls), peer_text(payload));
       return {};
     }
     case FrameType::goodbye:

@@ -145,8 +145,11 @@ class Engine {
   // conditions a peer causes: failures complete the request with an error instead.
   /// `op` is the operation kind carried in the frame (OpKind::p2p for point-to-point); any
   /// other kind travels on the communicator's collective context.
+  /// `sequence`: for a collective schedule's send, the schedule's sequence number (what a
+  /// whole withdrawal names, see withdraw_whole).
   std::shared_ptr<RequestState> isend(const CommState& comm, OpKind op, const void* buf,
-                                      std::size_t bytes, int dest, int tag, bool synchronous);
+                                      std::size_t bytes, int dest, int tag, bool synchronous,
+                                      std::uint32_t sequence = 0);
   /// `sequence`: for a collective schedule's receive, the schedule's sequence number (what a
   /// WITHDRAWN names along with the tag, see withdraw).
   std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm, bool collective,
@@ -252,6 +255,12 @@ class Engine {
   /// claimed must not match a collective 65,536 calls later.
   void withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
                 std::span<const Owed> owed, ErrorClass cls, std::string_view reason);
+  /// This rank takes no part in collective number `sequence` on `comm` (its call failed before
+  /// the collective began, see coll/abandon.hpp): every other member gets a WITHDRAWN frame
+  /// with flag kWholeCollective, which fails its receives from this rank and its sends to
+  /// this rank in that collective, pending or posted later, with `cls` and `reason`.
+  void withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequence, ErrorClass cls,
+                      std::string_view reason);
   static constexpr std::size_t kMaxWithdrawReason = 512;
   /// Withdrawals from one peer kept until a receive claims them (see withdrawn_).
   static constexpr std::size_t kMaxWithdrawnPerPeer = 8;
@@ -311,6 +320,7 @@ class Engine {
     int tag = 0;
     std::uint64_t rendezvous_id = 0;
     std::uint16_t op = 0;
+    std::uint32_t sequence = 0;  // a collective schedule's send: its sequence number
   };
 
   class Peer final : public transport::FrameSink {
@@ -434,9 +444,10 @@ class Engine {
                   const char* direction);
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   // A peer withdrew a collective message (WITHDRAWN): the receive waiting for it fails, or the
-  // first one posted later does.
+  // first one posted later does. A `whole` withdrawal (any tag) fails every receive from the
+  // peer and send to it in that collective, now and later.
   void on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
-                    ErrorClass cls, const std::string& reason);
+                    bool whole, ErrorClass cls, const std::string& reason);
   // Fails `request` for a withdrawn message (RequestState::withdrawn).
   void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                       const std::string& reason);
@@ -474,19 +485,32 @@ class Engine {
   std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
   std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
-  // Collective messages peers withdrew before the receive for them was posted (on_withdrawn).
-  // A receive of a failed collective is never posted, so some stay: past kMaxWithdrawnPerPeer
-  // from one peer its oldest goes (a receive for it would then wait, as before WITHDRAWN), so
-  // one peer cannot push out the others' withdrawals.
+  // Collective messages peers withdrew before the receive for them was posted (on_withdrawn),
+  // and collectives peers withdrew whole (kept: they may fail several transfers). A receive
+  // of a failed collective is never posted, so some stay: past kMaxWithdrawnPerPeer from one
+  // peer its oldest goes (a transfer it covered would then wait, as before WITHDRAWN), so one
+  // peer cannot push out the others' withdrawals.
   struct Withdrawn {
     std::uint32_t context = 0;
     int source = 0;  // world rank
     int tag = 0;
     std::uint32_t sequence = 0;
+    bool whole = false;  // every transfer with `source` in the collective, any tag
     ErrorClass cls = ErrorClass::other;
     std::string reason;
   };
   std::deque<Withdrawn> withdrawn_;
+  // Drops the withdrawals for collectives on `context` more than kWithdrawnWindow older than
+  // `sequence`, one this rank is starting a transfer of: a collective that old is over, so
+  // nothing can claim them, and every collective transfer searches withdrawn_. (A nonblocking
+  // collective still running that far behind would then wait for its timeout, as before
+  // WITHDRAWN.)
+  void forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence);
+  static constexpr std::int32_t kWithdrawnWindow = 64;
+  // The withdrawal kept for a collective receive from `peer` (world rank), or for a send to it
+  // (`for_send`: whole withdrawals only), or end().
+  std::deque<Withdrawn>::iterator find_withdrawn(std::uint32_t context, int peer, int tag,
+                                                 std::uint32_t sequence, bool for_send);
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;

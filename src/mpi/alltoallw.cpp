@@ -47,7 +47,7 @@ int alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
               const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
               const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, detail::OpKind::alltoall, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     const int n = c.size();

@@ -316,12 +316,13 @@ void check_root(const Communicator& c, int root) {
 
 using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
 using sempi::InPlaceT;
+using sempi::detail::OpKind;
 
 namespace {
 
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::gather, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_root(c, root);
@@ -361,7 +362,7 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
 
 int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
             MPI_Datatype recvtype, int root, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::scatter, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_root(c, root);
@@ -396,7 +397,7 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
 
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::allgather, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -422,7 +423,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
 
 int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::alltoall, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -449,7 +450,7 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
 
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
            int root, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::reduce, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_count(count);
@@ -484,7 +485,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
 int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
             const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
             MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::gather, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_root(c, root);
@@ -526,7 +527,7 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
 int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
              void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
              const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::scatter, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_root(c, root);
@@ -563,7 +564,7 @@ int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MP
 int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::allgather, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -601,7 +602,7 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
 int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
               MPI_Datatype recvtype, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::alltoall, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     const int n = c.size();
@@ -637,7 +638,7 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
 
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::reduce_scatter, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_count(recvcount);
@@ -663,7 +664,7 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
 
 int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  return guarded_collective(comm, OpKind::reduce_scatter, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     auto red = std::make_shared<const Reduction>(datatype, op);
@@ -693,7 +694,8 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
 // MPI_Scan and MPI_Exscan (and their nonblocking forms) differ only in `exclusive`.
 int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
          MPI_Comm comm, bool exclusive, const Form& form) {
-  return guarded(comm, form.name, [&] {
+  const OpKind kind = exclusive ? OpKind::exscan : OpKind::scan;
+  return guarded_collective(comm, kind, form.name, [&] {
     check_request(form);
     const auto& c = comm_of(comm);
     check_count(count);
@@ -790,11 +792,11 @@ int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype data
 }
 
 int MPI_Barrier(MPI_Comm comm) {
-  return guarded(comm, "MPI_Barrier", [&] { comm_of(comm).barrier(); });
+  return guarded_collective(comm, OpKind::barrier, "MPI_Barrier", [&] { comm_of(comm).barrier(); });
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return guarded(comm, "MPI_Bcast", [&] {
+  return guarded_collective(comm, OpKind::bcast, "MPI_Bcast", [&] {
     const auto& c = comm_of(comm);
     check_count(count);
     check_root(c, root);
@@ -809,7 +811,7 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
-  return guarded(comm, "MPI_Allreduce", [&] {
+  return guarded_collective(comm, OpKind::allreduce, "MPI_Allreduce", [&] {
     const auto& c = comm_of(comm);
     check_count(count);
     const Reduction red(datatype, op);
@@ -943,7 +945,7 @@ int MPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype 
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
-  return guarded(comm, "MPI_Ibarrier", [&] {
+  return guarded_collective(comm, OpKind::barrier, "MPI_Ibarrier", [&] {
     require_output(request, "request");
     const auto& c = comm_of(comm);
     *request = make_request(sempi_mpi_request::Kind::collective, c.ibarrier(),
@@ -953,7 +955,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request* request) {
-  return guarded(comm, "MPI_Ibcast", [&] {
+  return guarded_collective(comm, OpKind::bcast, "MPI_Ibcast", [&] {
     require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);
@@ -976,7 +978,7 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 
 int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  return guarded(comm, "MPI_Iallreduce", [&] {
+  return guarded_collective(comm, OpKind::allreduce, "MPI_Iallreduce", [&] {
     require_output(request, "request");
     const auto& c = comm_of(comm);
     check_count(count);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "coll/abandon.hpp"
 #include "mpi/request_impl.hpp"
 
 namespace sempi::mpi {
@@ -52,6 +53,26 @@ void run_or_start(const Form& form, MPI_Comm comm, std::vector<Staging>& staging
   } else {
     *form.request = hand_over(start(), comm, std::move(staging), std::move(unpack));
   }
+}
+
+/// guarded() for a collective of `kind` on `comm`: an error before the collective began (this
+/// layer's checks, or the C++ API's) makes this rank abandon it (coll/abandon.hpp), so the
+/// other members fail at once instead of waiting for the job's timeout.
+template <class F>
+int guarded_collective(MPI_Comm comm, detail::OpKind kind, const char* function,
+                       F&& body) noexcept {
+  return guarded(comm, function, [&] {
+    const detail::coll::CollectiveCall call(*comm_of(comm).state(), kind);
+    try {
+      return body();
+    } catch (const MpiError& e) {
+      call.failed(error_class_of(e.code()), std::string(function) + ": " + e.what());
+      throw;
+    } catch (const Error& e) {
+      call.failed(e.error_class(), std::string(function) + ": " + e.what());
+      throw;
+    }
+  });
 }
 
 inline void check_request(const Form& form) {

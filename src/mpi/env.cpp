@@ -237,6 +237,13 @@ int to_mpi_class(ErrorClass cls) noexcept {
   return MPI_ERR_UNKNOWN;
 }
 
+ErrorClass error_class_of(int code) noexcept {
+  for (int c = 1; c <= static_cast<int>(ErrorClass::config); ++c) {  // codes are classes here
+    if (to_mpi_class(static_cast<ErrorClass>(c)) == code) return static_cast<ErrorClass>(c);
+  }
+  return ErrorClass::other;
+}
+
 int raise_code(MPI_Errhandler handler, const char* function, int code,
                const std::string& message) noexcept {
   if (handler != nullptr && handler->user != nullptr) return call_user_errhandler(*handler, code);

@@ -140,6 +140,8 @@ class MpiError : public std::exception {
 [[noreturn]] void fail(int code, const std::string& message);
 /// The MPI error class of a sempi error class.
 int to_mpi_class(ErrorClass cls) noexcept;
+/// The sempi error class of an MPI error code (ErrorClass::other for a class sempi lacks).
+ErrorClass error_class_of(int code) noexcept;
 /// "MPI_ERR_RANK" etc. ("MPI_ERR_UNKNOWN" for a code that is no class; error_classes.cpp).
 const char* mpi_class_name(int code) noexcept;
 /// What the class means ("invalid rank"), or null for a code that is no class.

@@ -48,7 +48,8 @@ enum class FrameType : std::uint8_t {
   // The sender's part of a collective failed: the message `tag` on collective context
   // `context` will never come. `aux`: the failure's ErrorClass (low 32 bits) and the
   // collective's sequence number (high 32 bits); payload: a short UTF-8 reason. The receive
-  // waiting for it fails.
+  // waiting for it fails. With flag kWholeCollective (and tag 0) the sender takes no part in
+  // that collective at all: every receive from it and every send to it in the collective fails.
   withdrawn = 12,
 };
 inline constexpr std::uint8_t kMaxFrameType = 12;
@@ -56,7 +57,8 @@ inline constexpr std::uint8_t kMaxFrameType = 12;
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)
 inline constexpr std::uint16_t kLast = 1u << 1;         // last DATA chunk of a rendezvous
-inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast;
+inline constexpr std::uint16_t kWholeCollective = 1u << 2;  // WITHDRAWN only: see there
+inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast | kWholeCollective;
 }  // namespace frame_flags
 
 struct FrameHeader {

@@ -22,6 +22,19 @@ TEST_P(Collectives, MatchSerialReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 10));
 
+// A collective that one rank's own argument checks refuse: the ranks waiting for that rank
+// fail at once with its error instead of waiting for the job's timeout (60 s here), and the
+// next collectives still line up (coll_check's "abandoned" checks say what each rank sees).
+TEST(Collectives, OneRankRefusingItsArgumentsFailsThoseWaitingForIt) {
+  for (const char* ranks : {"2", "4"}) {
+    const auto result = run_job({SEMPIRUN_PATH, "-n", ranks, "--timeout", "60", COLL_CHECK_PATH,
+                                 "abandoned"},
+                                120s);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_LT(result.seconds, 30) << result.output;
+  }
+}
+
 TEST(Collectives, SingletonWithoutLauncher) {
   const auto result = run_job({COLL_CHECK_PATH, "all"}, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;

@@ -20,6 +20,7 @@
 
 #include "core/comm_factory.hpp"
 #include "core/engine.hpp"
+#include "core/internal_tags.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "policy/policy.hpp"
 #include "policy/policy_document.hpp"
@@ -220,6 +221,13 @@ FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag,
   return h;
 }
 
+// Rank 1 takes no part in collective number `sequence`: a whole withdrawal.
+FrameHeader whole_withdrawn_header(std::uint64_t error_class, std::uint32_t sequence) {
+  FrameHeader h = withdrawn_header(error_class, 0, sequence);
+  h.flags = transport::frame_flags::kWholeCollective;
+  return h;
+}
+
 const std::vector<HostileCase>& hostile_cases() {
   using FT = FrameType;
   static const std::vector<HostileCase> cases = {
@@ -317,6 +325,21 @@ const std::vector<HostileCase>& hostile_cases() {
                 bytes_of(std::vector<std::uint8_t>(detail::Engine::kMaxWithdrawReason + 1, 'x')));
        },
        "oversized WITHDRAWN reason"},
+      // A whole withdrawal means no one message: a tag would be a lie about what it covers.
+      {"WholeWithdrawnWithATag",
+       [](auto& r) {
+         FrameHeader h = whole_withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 5);
+         h.tag = kTag;
+         r.send(h, {});
+       },
+       "WITHDRAWN with flags 4 and tag 7"},
+      {"WithdrawnAsSynchronous",
+       [](auto& r) {
+         FrameHeader h = withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy));
+         h.flags = transport::frame_flags::kSynchronous;
+         r.send(h, {});
+       },
+       "WITHDRAWN with flags 1 and tag 7"},
   };
   return cases;
 }
@@ -586,6 +609,73 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
     EXPECT_EQ(request->status.error, ErrorClass::success) << request->error_message;
   }
   EXPECT_EQ(std::string(waiting.data()), "secret");
+}
+
+// A peer that takes no part in a collective withdraws it whole: every receive from it and
+// every send to it in that collective fails, those pending (a rendezvous send waiting for the
+// peer's CTS included) and those posted later, with the peer's class and reason. Transfers of
+// other collectives, and the runtime's own on the collective context (communicator creation,
+// which has no sequence number), are not touched, and the peer stays healthy.
+TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
+  EngineUnderAttack rank0;
+  auto& engine = rank0.engine();
+  constexpr int kStep = detail::internal_tag::kScheduleBit | kTag;  // a schedule's tags
+  std::array<char, 16> buffer{};
+  const auto post_recv = [&](int tag, std::uint32_t sequence) {
+    return engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, tag, sequence);
+  };
+  const std::vector<std::uint8_t> large(detail::EngineConfig{}.eager_limit + 1, 'L');
+  const auto post_send = [&](std::span<const std::uint8_t> data, std::uint32_t sequence) {
+    return engine.isend(*rank0.world(), detail::OpKind::bcast, data.data(), data.size(), 1, kStep,
+                        false, sequence);
+  };
+  auto first = post_recv(kStep, 5);
+  auto second = post_recv(kStep + 3, 5);
+  auto runtime_own = post_recv(detail::internal_tag::kCommCreate, 5);  // no schedule's
+  auto rendezvous = post_send(large, 5);
+  auto other_recv = post_recv(kStep, 6);
+  auto other_send = post_send(large, 6);
+  std::uint64_t sequence = 1;  // 0 was HELLO
+  std::vector<std::uint8_t> payload;
+  for (int i = 0; i < 2; ++i) {  // the two sends' RTS
+    FrameHeader rts;
+    ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &rts));
+    ASSERT_EQ(rts.type, FrameType::rts);
+  }
+
+  const std::string reason = "rank 1 took no part: bcast: null data buffer";
+  const std::string expected = reason + " (withdrawn by rank 1)";
+  rank0.send(whole_withdrawn_header(static_cast<std::uint64_t>(ErrorClass::buffer), 5),
+             text_bytes(reason));
+  for (const auto& request : {first, second, rendezvous}) {
+    rank0.wait(*request);
+    EXPECT_EQ(request->status.error, ErrorClass::buffer);
+    EXPECT_EQ(request->error_message, expected);
+  }
+  EXPECT_FALSE(other_recv->done.load());
+  EXPECT_FALSE(other_send->done.load());
+  EXPECT_FALSE(runtime_own->done.load());
+
+  // Posted later: the withdrawal is kept, so each fails as it is posted; a send sends nothing.
+  for (const auto& request :
+       {post_recv(kStep + 9, 5), post_recv(kStep, 5), post_send(kPayload, 5)}) {
+    ASSERT_TRUE(request->done.load());
+    EXPECT_EQ(request->status.error, ErrorClass::buffer);
+    EXPECT_EQ(request->error_message, expected);
+  }
+  auto next = post_send(kPayload, 6);
+  FrameHeader eager;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &eager));
+  EXPECT_EQ(eager.type, FrameType::eager) << "a send of the withdrawn collective went out";
+  EXPECT_EQ(payload, kPayload);
+
+  rank0.send(collective_header(FrameType::eager, kStep), kPayload);
+  rank0.send(collective_header(FrameType::eager, detail::internal_tag::kCommCreate), kPayload);
+  for (const auto& request : {other_recv, runtime_own}) {
+    rank0.wait(*request);
+    EXPECT_EQ(request->status.error, ErrorClass::success) << request->error_message;
+  }
+  EXPECT_EQ(std::string(buffer.data()), "secret");
 }
 
 // Withdrawals no receive claims are kept per peer up to a bound; past it the oldest goes, and

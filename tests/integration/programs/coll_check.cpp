@@ -777,6 +777,14 @@ void check_errors(const sempi::Communicator& comm) {
   });
   if (p > 1 && comm.rank() != 0) {  // IN_PLACE is for the root only
     expect_error(sempi::ErrorClass::buffer, [&] { comm.scatter<int>(nullptr, sempi::IN_PLACE, 1, 0); });
+  } else if (p > 1) {
+    // The root's arguments are fine; the others refused theirs and took no part, so its sends
+    // to them fail if their withdrawals arrive first.
+    try {
+      comm.scatter<int>(v.data(), sempi::IN_PLACE, 1, 0);
+    } catch (const sempi::Error& e) {
+      CHECK(e.error_class() == sempi::ErrorClass::buffer);
+    }
   }
   expect_error(sempi::ErrorClass::config, [&] {
     ::setenv("SEMPI_COLL_ALLREDUCE_RING_MIN", "lots", 1);
@@ -787,6 +795,75 @@ void check_errors(const sempi::Communicator& comm) {
   });
   // Every rank failed the same calls before communicating; the communicator is still usable.
   CHECK(comm.allreduce(1, sempi::Op::sum()) == p);
+}
+
+// The outcome of a collective call on this rank: 0 success, else the error class, and the
+// error's text (empty on success).
+template <class F>
+std::pair<sempi::ErrorClass, std::string> outcome(F&& call) {
+  try {
+    call();
+    return {sempi::ErrorClass::success, {}};
+  } catch (const sempi::Error& e) {
+    return {e.error_class(), e.what()};
+  }
+}
+
+// A collective that one rank's own checks refuse fails promptly on the ranks that depend on
+// it, with that rank's error, and the communicator stays usable: the refusing rank takes the
+// collective's sequence number anyway and withdraws the collective whole (coll/abandon.hpp).
+// The blocks are above the eager limit, so a rank sending to the refusing one waits for it
+// (rendezvous) and must be failed, not left waiting for the job's timeout.
+void check_abandoned(const sempi::Communicator& world) {
+  const int p = world.size();
+  const int r = world.rank();
+  if (p < 2) return;
+  constexpr int kInts = 64 * 1024;  // 256 KiB a block
+  std::vector<int> mine(kInts, r);
+  std::vector<int> all(static_cast<std::size_t>(kInts) * static_cast<std::size_t>(p));
+  const auto refused_by = [](const std::string& what, int rank) {
+    return what.find("rank " + std::to_string(rank) + " took no part") != std::string::npos;
+  };
+  const auto agree = [&](const char* where) {
+    g_where = where;
+    CHECK(world.allreduce(r, sempi::Op::sum()) == p * (p - 1) / 2);  // sequence numbers in step
+  };
+
+  // gather: the root's receive buffer is null. Rank 1 sends to the root in every algorithm.
+  g_where = "gather refused by the root";
+  auto [cls, what] =
+      outcome([&] { world.gather<int>(mine.data(), r == 0 ? nullptr : all.data(), kInts, 0); });
+  if (r == 0) {
+    CHECK(cls == sempi::ErrorClass::buffer && !refused_by(what, 0));
+  } else if (r == 1) {
+    CHECK(cls == sempi::ErrorClass::buffer && refused_by(what, 0));
+  } else {
+    CHECK(cls == sempi::ErrorClass::success || refused_by(what, 0));
+  }
+  agree("after the refused gather");
+
+  // The same, nonblocking: the request of rank 1 fails.
+  g_where = "igather refused by the root";
+  std::tie(cls, what) = outcome([&] {
+    auto request = world.igather<int>(mine.data(), r == 0 ? nullptr : all.data(), kInts, 0);
+    request.wait();
+  });
+  CHECK(r != 1 || (cls == sempi::ErrorClass::buffer && refused_by(what, 0)));
+  agree("after the refused igather");
+
+  // bcast: the last rank's buffer is null. Some rank sends to it, and that one fails too.
+  g_where = "bcast refused by a receiver";
+  const int refuser = p - 1;
+  std::tie(cls, what) =
+      outcome([&] { world.bcast<int>(r == refuser ? nullptr : mine.data(), kInts, 0); });
+  if (r == refuser) {
+    CHECK(cls == sempi::ErrorClass::buffer && !refused_by(what, refuser));
+  } else {
+    CHECK(cls == sempi::ErrorClass::success || refused_by(what, refuser));
+  }
+  g_where = "bcast refused by a receiver: someone else failed";
+  CHECK(world.allreduce(cls == sempi::ErrorClass::success ? 0 : 1, sempi::Op::sum()) >= 2);
+  agree("after the refused bcast");
 }
 
 // Two nonblocking collectives waited for in opposite orders by different ranks: wait_all must
@@ -838,6 +915,7 @@ int main(int argc, char** argv) {
   // World, and sub-communicators of a split: two colors, ranks reversed by the key.
   const auto split = world.split(world.rank() % 2, -world.rank());
   if (all || scenario == "errors") check_errors(world);
+  if (all || scenario == "abandoned") check_abandoned(world);
   if (all || scenario == "data") {
     check_data(world, true);
     check_data(split, false);

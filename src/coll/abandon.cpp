@@ -1,0 +1,29 @@
+#include "coll/abandon.hpp"
+
+#include "core/runtime.hpp"
+
+namespace sempi::detail::coll {
+
+void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexcept {
+  // A schedule took the number: its own failure handling withdrew what it owed. A policy
+  // error before that is the collective denial, which every member shares.
+  if (cls == ErrorClass::policy ||
+      comm_.collective_sequence.load(std::memory_order_relaxed) != sequence_) {
+    return;
+  }
+  try {
+    auto& engine = Runtime::get().engine();
+    // Denied anyway (this rank failed its checks before the policy's): every member fails
+    // alike, without the number.
+    if (engine.collective_denied(comm_, kind_)) return;
+    const std::uint32_t sequence =
+        comm_.collective_sequence.fetch_add(1, std::memory_order_relaxed);
+    const int me = comm_.world_ranks[static_cast<std::size_t>(comm_.rank)];
+    engine.withdraw_whole(comm_, kind_, sequence, cls,
+                          "rank " + std::to_string(me) + " took no part: " + what);
+  } catch (...) {
+    // Out of memory, or no runtime: the others then wait for their timeout, as before.
+  }
+}
+
+}  // namespace sempi::detail::coll
