@@ -80,7 +80,8 @@ std::size_t extent(Bytes bytes, Bytes displs) {
 
 // Checks and builds a collective's schedule with `build(comm, args..., operation)`. A rank whose
 // checks fail takes no part in the collective: it abandons it (coll/abandon.hpp), so the other
-// members fail at once and the sequence numbers stay in step, and the error goes on.
+// members fail at once and the sequence numbers stay in step, and the error goes on. So every
+// check that can fail comes before the schedule takes its number (make()).
 template <class Build, class... Args>
 std::shared_ptr<Schedule> scheduled(OpKind kind, const std::shared_ptr<detail::CommState>& state,
                                     const char* operation, Build build, Args&&... args) {
@@ -90,6 +91,9 @@ std::shared_ptr<Schedule> scheduled(OpKind kind, const std::shared_ptr<detail::C
     return build(comm, std::forward<Args>(args)..., operation);
   } catch (const Error& e) {
     call.failed(e.error_class(), e.what());
+    throw;
+  } catch (const std::exception& e) {  // out of memory, say
+    call.failed(ErrorClass::other, std::string(operation) + ": " + e.what());
     throw;
   }
 }
@@ -118,9 +122,9 @@ std::shared_ptr<Schedule> build_bcast(const std::shared_ptr<const detail::CommSt
                                       const char* operation) {
   check_root(*comm, root, operation);
   check_buffer(buf, bytes, operation, "data");
+  const auto t = Thresholds::from_environment();  // before the number: see scheduled()
   auto s = make(comm, OpKind::bcast, operation);
   if (s->size() == 1 || bytes == 0) return s;
-  const auto t = Thresholds::from_environment();
   switch (detail::coll::choose_bcast(t, bytes, s->size())) {
     case detail::coll::BcastAlgorithm::binomial:
       detail::coll::bcast_binomial(*s, as_bytes(buf), bytes, root);
@@ -385,12 +389,12 @@ std::shared_ptr<Schedule> build_allgather(const std::shared_ptr<const detail::Co
   const bool in_place = is_in_place(send);
   if (!in_place) check_buffer(send, bytes, op, "send");
   check_buffer(recv, bytes * p, op, "receive");
+  const auto t = Thresholds::from_environment();  // before the number: see scheduled()
   auto s = make(comm, OpKind::allgather, op);
   if (bytes > 0) {
     std::byte* out = as_bytes(recv);
     if (!in_place) s->copy(out + bytes * static_cast<std::size_t>(comm->rank), send, bytes);
     if (p > 1) {
-      const auto t = Thresholds::from_environment();
       if (detail::coll::choose_allgather(t, bytes * p, comm->size()) ==
           detail::coll::AllgatherAlgorithm::bruck) {
         detail::coll::allgather_bruck(*s, out, bytes);
@@ -572,14 +576,14 @@ std::shared_ptr<Schedule> build_reduce(const std::shared_ptr<const detail::CommS
   const bool in_place = is_root && is_in_place(send);
   if (!in_place) check_buffer(send, bytes, name, "send");
   if (is_root) check_buffer(recv, bytes, name, "receive");
+  const auto t = Thresholds::from_environment();  // before the number: see scheduled()
   auto s = make(comm, OpKind::reduce, name);
   if (count > 0) {
     const std::byte* input = in_place ? nullptr : as_bytes(send);
     std::byte* out = is_root ? as_bytes(recv) : nullptr;
     if (s->size() == 1) {
       if (!in_place) s->copy(recv, send, bytes);
-    } else if (detail::coll::choose_reduce(Thresholds::from_environment(), bytes, count,
-                                           s->size(), op.commutative()) ==
+    } else if (detail::coll::choose_reduce(t, bytes, count, s->size(), op.commutative()) ==
                detail::coll::ReduceAlgorithm::binomial) {
       detail::coll::reduce_binomial(*s, red, input, out, count, root);
     } else {

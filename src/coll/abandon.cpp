@@ -4,13 +4,22 @@
 
 namespace sempi::detail::coll {
 
+std::uint64_t& CollectiveCall::decisions() noexcept {
+  thread_local std::uint64_t count = 0;
+  return count;
+}
+
 void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexcept {
   // A schedule took the number: its own failure handling withdrew what it owed. A policy
-  // error before that is the collective denial, which every member shares.
-  if (cls == ErrorClass::policy ||
+  // error before that is the collective denial, which every member shares. A nested call
+  // has decided already.
+  if (cls == ErrorClass::policy || decisions() != decided_ ||
       comm_.collective_sequence.load(std::memory_order_relaxed) != sequence_) {
     return;
   }
+  ++decisions();
+  // WITHDRAWN carries a failure class; a peer refuses one without (protocol violation).
+  if (cls == ErrorClass::success || cls == ErrorClass::pending) cls = ErrorClass::other;
   try {
     auto& engine = Runtime::get().engine();
     // Denied anyway (this rank failed its checks before the policy's): every member fails
@@ -18,6 +27,7 @@ void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexc
     if (engine.collective_denied(comm_, kind_)) return;
     const std::uint32_t sequence =
         comm_.collective_sequence.fetch_add(1, std::memory_order_relaxed);
+    engine.discard_collective(comm_, sequence);
     const int me = comm_.world_ranks[static_cast<std::size_t>(comm_.rank)];
     engine.withdraw_whole(comm_, kind_, sequence, cls,
                           "rank " + std::to_string(me) + " took no part: " + what);

@@ -22,12 +22,15 @@ namespace sempi::detail::coll {
 
 /// One call of a collective on `comm`, made before any of its checks: remembers the
 /// communicator's sequence number, so that a failure can tell whether the collective began.
+/// Calls nest (the mpi.h layer's around the C++ API's): a failure is decided once, by the
+/// innermost.
 class CollectiveCall {
  public:
   CollectiveCall(const CommState& comm, OpKind kind) noexcept
       : comm_(comm),
         kind_(kind),
-        sequence_(comm.collective_sequence.load(std::memory_order_relaxed)) {}
+        sequence_(comm.collective_sequence.load(std::memory_order_relaxed)),
+        decided_(decisions()) {}
 
   /// The call failed with `cls` and `what` (call from its catch block). If the collective had
   /// not taken its sequence number, abandons it (see above). Never throws: the caller
@@ -35,9 +38,13 @@ class CollectiveCall {
   void failed(ErrorClass cls, const std::string& what) const noexcept;
 
  private:
+  // How many failures this thread's calls have decided on (a call nested in this one may have).
+  static std::uint64_t& decisions() noexcept;
+
   const CommState& comm_;
   OpKind kind_;
   std::uint32_t sequence_;
+  std::uint64_t decided_;
 };
 
 }  // namespace sempi::detail::coll

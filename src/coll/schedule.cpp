@@ -165,6 +165,7 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   try {
     const auto owed = unsent_messages();
     if (!owed.empty()) engine.withdraw(*comm_, kind_, sequence_, owed, cls, origin);
+    engine.discard_collective(*comm_, sequence_);  // what peers sent for it
   } catch (...) {
     // Out of memory: the peers then wait for their timeout, as they would without WITHDRAWN.
   }

@@ -35,8 +35,8 @@
 namespace sempi::detail::coll {
 
 inline constexpr int kCollectiveTagBit = internal_tag::kScheduleBit;
-inline constexpr int kSequenceBits = 16;
-inline constexpr int kStepBits = 14;
+inline constexpr int kSequenceBits = internal_tag::kScheduleSequenceBits;
+inline constexpr int kStepBits = internal_tag::kScheduleStepBits;
 
 /// The tag of a collective message (see above); always within 0..TAG_UB.
 constexpr int collective_tag(std::uint32_t sequence, int step) {

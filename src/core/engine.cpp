@@ -355,7 +355,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
   }
-  if (collective && !withdrawn_.empty()) {
+  if (collective && (!withdrawn_.empty() || !discarded_.empty()) &&
+      internal_tag::is_schedule_tag(tag)) {
     // The receiver takes no part in this collective: nothing would ever receive the message.
     forget_old_withdrawals(context, sequence);
     const auto it = find_withdrawn(context, world, tag, sequence, true);
@@ -571,7 +572,8 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
   }
-  if (collective && !withdrawn_.empty()) {
+  if (collective && (!withdrawn_.empty() || !discarded_.empty()) &&
+      internal_tag::is_schedule_tag(tag)) {
     forget_old_withdrawals(request->context, sequence);
     const auto it = find_withdrawn(request->context, request->source_world, tag, sequence, false);
     if (it != withdrawn_.end()) {
@@ -755,6 +757,12 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 }
 
 void Engine::queue_unexpected(Unexpected&& message) {
+  if (!discarded_.empty() && discarded(message)) {
+    if (message.source != config_.world_rank) {
+      release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
+    }
+    return;
+  }
   if (message.arrival == 0) message.arrival = ++arrivals_;  // new; a restored one keeps its own
   // In arrival order, so that a later message of the same sender never overtakes it. Searched
   // from the back, where a new message goes at once.
@@ -1295,6 +1303,7 @@ void Engine::drain_freed() {
   for (const std::uint32_t context : freed) {
     // No transfer of the communicator's collectives can come: its withdrawals can go.
     std::erase_if(withdrawn_, [&](const Withdrawn& w) { return w.context >> 1 == context >> 1; });
+    std::erase_if(discarded_, [&](const Discarded& d) { return d.context >> 1 == context >> 1; });
     const auto it = comms_.find(context >> 1);
     if (it == comms_.end() || !it->second.decisions || it->second.freed) continue;
     CommEntry& entry = it->second;
@@ -1425,19 +1434,42 @@ std::deque<Engine::Withdrawn>::iterator Engine::find_withdrawn(std::uint32_t con
                                                                int tag, std::uint32_t sequence,
                                                                bool for_send) {
   // A send is covered only by a whole withdrawal: a partial one names a message the peer owed.
-  // A whole one covers only schedules' transfers: the runtime's own have no sequence number.
-  const bool scheduled = internal_tag::is_schedule_tag(tag);
   return std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
     return w.context == context && w.source == peer && w.sequence == sequence &&
-           (w.whole ? scheduled : !for_send && w.tag == tag);
+           (w.whole || (!for_send && w.tag == tag));
   });
 }
 
 void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence) {
-  std::erase_if(withdrawn_, [&](const Withdrawn& w) {
-    return w.context == context &&
-           static_cast<std::int32_t>(sequence - w.sequence) > kWithdrawnWindow;
+  const auto old = [&](std::uint32_t context_of, std::uint32_t sequence_of) {
+    return context_of == context &&
+           static_cast<std::int32_t>(sequence - sequence_of) > kWithdrawnWindow;
+  };
+  std::erase_if(withdrawn_, [&](const Withdrawn& w) { return old(w.context, w.sequence); });
+  std::erase_if(discarded_, [&](const Discarded& d) { return old(d.context, d.sequence); });
+}
+
+bool Engine::discarded(const Unexpected& message) const {
+  if (!internal_tag::is_schedule_tag(message.tag)) return false;
+  const std::uint32_t low = internal_tag::schedule_tag_sequence(message.tag);
+  return std::any_of(discarded_.begin(), discarded_.end(), [&](const Discarded& d) {
+    return d.context == message.context &&
+           (d.sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1)) == low;
   });
+}
+
+void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
+  std::lock_guard lock(mu_);
+  if (discarded_.size() == kMaxDiscarded) discarded_.pop_front();
+  discarded_.push_back({comm.collective_context(), sequence});
+  for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+    if (it->source != config_.world_rank && discarded(*it)) {
+      release_unexpected(*peers_[static_cast<std::size_t>(it->source)], *it);
+      it = unexpected_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,

@@ -261,6 +261,14 @@ class Engine {
   /// this rank in that collective, pending or posted later, with `cls` and `reason`.
   void withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequence, ErrorClass cls,
                       std::string_view reason);
+  /// This rank's part of collective number `sequence` on `comm` ended without it (failed, or
+  /// abandoned): what peers sent it for that collective can never be received. Drops those
+  /// messages waiting as unexpected, and those that arrive later, for kWithdrawnWindow
+  /// collectives; each gives its sender's credit back. Otherwise they would hold credit and
+  /// memory for good, and one could match a collective 65,536 calls later (a tag holds only
+  /// the low 16 bits of the number). A dropped RTS gets no answer: its sender's part has
+  /// failed, or fails on this rank's withdrawal.
+  void discard_collective(const CommState& comm, std::uint32_t sequence);
   static constexpr std::size_t kMaxWithdrawReason = 512;
   /// Withdrawals from one peer kept until a receive claims them (see withdrawn_).
   static constexpr std::size_t kMaxWithdrawnPerPeer = 8;
@@ -500,15 +508,26 @@ class Engine {
     std::string reason;
   };
   std::deque<Withdrawn> withdrawn_;
-  // Drops the withdrawals for collectives on `context` more than kWithdrawnWindow older than
-  // `sequence`, one this rank is starting a transfer of: a collective that old is over, so
-  // nothing can claim them, and every collective transfer searches withdrawn_. (A nonblocking
-  // collective still running that far behind would then wait for its timeout, as before
-  // WITHDRAWN.)
+  // Collectives this rank discarded (discard_collective): at most kMaxDiscarded, and each only
+  // for kWithdrawnWindow collectives after it (forget_old_withdrawals).
+  struct Discarded {
+    std::uint32_t context = 0;
+    std::uint32_t sequence = 0;
+  };
+  std::deque<Discarded> discarded_;
+  static constexpr std::size_t kMaxDiscarded = 16;
+  // Drops the withdrawals and discards for collectives on `context` more than kWithdrawnWindow
+  // older than `sequence`, one this rank is starting a transfer of: a collective that old is
+  // over, so nothing can claim them, and every collective transfer searches withdrawn_. (A
+  // nonblocking collective still running that far behind would then wait for its timeout, as
+  // before WITHDRAWN.)
   void forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence);
+  // A message of a collective this rank discarded (discard_collective)?
+  [[nodiscard]] bool discarded(const Unexpected& message) const;
   static constexpr std::int32_t kWithdrawnWindow = 64;
-  // The withdrawal kept for a collective receive from `peer` (world rank), or for a send to it
-  // (`for_send`: whole withdrawals only), or end().
+  // The withdrawal kept for a collective schedule's receive from `peer` (world rank), or for a
+  // send to it (`for_send`: whole withdrawals only), or end(). Only schedules' transfers
+  // (internal_tag::is_schedule_tag) look: the runtime's own have no sequence number.
   std::deque<Withdrawn>::iterator find_withdrawn(std::uint32_t context, int peer, int tag,
                                                  std::uint32_t sequence, bool for_send);
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data

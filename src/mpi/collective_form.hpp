@@ -71,6 +71,9 @@ int guarded_collective(MPI_Comm comm, detail::OpKind kind, const char* function,
     } catch (const Error& e) {
       call.failed(e.error_class(), std::string(function) + ": " + e.what());
       throw;
+    } catch (const std::exception& e) {  // out of memory for a staging area, say
+      call.failed(ErrorClass::other, std::string(function) + ": " + e.what());
+      throw;
     }
   });
 }

@@ -34,6 +34,7 @@ using transport::FrameHeader;
 using transport::FrameType;
 
 constexpr int kTag = 7;
+constexpr int kStepTag = detail::internal_tag::kScheduleBit | kTag;  // a collective schedule's
 
 // Rank 0's engine on the accepted channel, with an audit log, and rank 1's raw TLS stream.
 class EngineUnderAttack {
@@ -575,11 +576,11 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   const auto post = [&](int tag, std::uint32_t sequence) {
     return engine.irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, tag, sequence);
   };
-  auto other_tag = post(kTag + 2, 5);
-  auto other_sequence = post(kTag, 4);
-  auto early = post(kTag, 5);
+  auto other_tag = post(kStepTag + 2, 5);
+  auto other_sequence = post(kStepTag, 4);
+  auto early = post(kStepTag, 5);
   const std::string reason = "rank 1's part failed: policy\x1b";  // escaped when shown
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kTag, 5),
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kStepTag, 5),
              text_bytes(reason));
   rank0.wait(*early);
   EXPECT_EQ(early->status.error, ErrorClass::policy);
@@ -588,20 +589,20 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
   EXPECT_FALSE(other_sequence->done.load());
 
   // Withdrawn before its receive is posted: the receive fails as it is posted, once.
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kTag + 1, 5),
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kStepTag + 1, 5),
              text_bytes("late"));
   rank0.wait_until_delivered();
   rank0.until_rank0_read();
-  EXPECT_FALSE(post(kTag + 1, 6)->done.load());  // another collective's message with that tag
-  auto late = post(kTag + 1, 5);
+  EXPECT_FALSE(post(kStepTag + 1, 6)->done.load());  // another collective's message with that tag
+  auto late = post(kStepTag + 1, 5);
   ASSERT_TRUE(late->done.load());
   EXPECT_EQ(late->status.error, ErrorClass::timeout);
   EXPECT_EQ(late->error_message, "late (withdrawn by rank 1)");
-  auto again = post(kTag + 1, 5);
+  auto again = post(kStepTag + 1, 5);
   EXPECT_FALSE(again->done.load());
 
   // The other receives still get their messages: the peer was not failed.
-  for (const int tag : {kTag + 2, kTag, kTag + 1, kTag + 1}) {
+  for (const int tag : {kStepTag + 2, kStepTag, kStepTag + 1, kStepTag + 1}) {
     rank0.send(collective_header(FrameType::eager, tag), kPayload);
   }
   for (const auto& request : {other_tag, other_sequence, again}) {
@@ -619,21 +620,20 @@ TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
 TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
   EngineUnderAttack rank0;
   auto& engine = rank0.engine();
-  constexpr int kStep = detail::internal_tag::kScheduleBit | kTag;  // a schedule's tags
   std::array<char, 16> buffer{};
   const auto post_recv = [&](int tag, std::uint32_t sequence) {
     return engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, tag, sequence);
   };
   const std::vector<std::uint8_t> large(detail::EngineConfig{}.eager_limit + 1, 'L');
   const auto post_send = [&](std::span<const std::uint8_t> data, std::uint32_t sequence) {
-    return engine.isend(*rank0.world(), detail::OpKind::bcast, data.data(), data.size(), 1, kStep,
-                        false, sequence);
+    return engine.isend(*rank0.world(), detail::OpKind::bcast, data.data(), data.size(), 1,
+                        kStepTag, false, sequence);
   };
-  auto first = post_recv(kStep, 5);
-  auto second = post_recv(kStep + 3, 5);
+  auto first = post_recv(kStepTag, 5);
+  auto second = post_recv(kStepTag + 3, 5);
   auto runtime_own = post_recv(detail::internal_tag::kCommCreate, 5);  // no schedule's
   auto rendezvous = post_send(large, 5);
-  auto other_recv = post_recv(kStep, 6);
+  auto other_recv = post_recv(kStepTag, 6);
   auto other_send = post_send(large, 6);
   std::uint64_t sequence = 1;  // 0 was HELLO
   std::vector<std::uint8_t> payload;
@@ -658,7 +658,7 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
 
   // Posted later: the withdrawal is kept, so each fails as it is posted; a send sends nothing.
   for (const auto& request :
-       {post_recv(kStep + 9, 5), post_recv(kStep, 5), post_send(kPayload, 5)}) {
+       {post_recv(kStepTag + 9, 5), post_recv(kStepTag, 5), post_send(kPayload, 5)}) {
     ASSERT_TRUE(request->done.load());
     EXPECT_EQ(request->status.error, ErrorClass::buffer);
     EXPECT_EQ(request->error_message, expected);
@@ -669,7 +669,7 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
   EXPECT_EQ(eager.type, FrameType::eager) << "a send of the withdrawn collective went out";
   EXPECT_EQ(payload, kPayload);
 
-  rank0.send(collective_header(FrameType::eager, kStep), kPayload);
+  rank0.send(collective_header(FrameType::eager, kStepTag), kPayload);
   rank0.send(collective_header(FrameType::eager, detail::internal_tag::kCommCreate), kPayload);
   for (const auto& request : {other_recv, runtime_own}) {
     rank0.wait(*request);
@@ -678,26 +678,75 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
   EXPECT_EQ(std::string(buffer.data()), "secret");
 }
 
+// Messages of a collective this rank's part has left (failed, or abandoned) are dropped, those
+// already waiting and those arriving later, and their sender's credit comes back: they would
+// otherwise hold it for good, and could match a collective 65,536 calls later. Another
+// collective's message with the same step is kept.
+TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturned) {
+  constexpr std::uint64_t kBudget = 16 * 1024;  // CREDIT frames from kBudget / 8 owed
+  EngineUnderAttack rank0(
+      [](transport::LocalEndpoint& local) { local.hello.limits.max_unexpected_bytes = kBudget; });
+  const auto step_tag = [](std::uint32_t sequence, int step) {
+    return detail::internal_tag::kScheduleBit |
+           static_cast<int>(sequence << detail::internal_tag::kScheduleStepBits) | step;
+  };
+  const std::vector<std::uint8_t> message(kBudget / 8, 'm');
+  const std::uint64_t cost = transport::eager_credit_cost(message.size());
+  rank0.send(collective_header(FrameType::eager, step_tag(5, 1)), message);
+  rank0.send(collective_header(FrameType::eager, step_tag(6, 1)), kPayload);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+
+  rank0.engine().discard_collective(*rank0.world(), 5);
+  std::uint64_t sequence = 1;  // 0 was HELLO
+  std::vector<std::uint8_t> payload;
+  FrameHeader credit;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &credit));
+  EXPECT_EQ(credit.type, FrameType::credit);
+  EXPECT_EQ(credit.aux, cost);
+
+  rank0.send(collective_header(FrameType::eager, step_tag(5, 2)), message);  // arrives later
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &credit));
+  EXPECT_EQ(credit.type, FrameType::credit);
+  EXPECT_EQ(credit.aux, cost);
+
+  std::array<char, 16> buffer{};
+  const auto post = [&](int tag, std::uint32_t collective) {
+    return rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, tag,
+                                collective);
+  };
+  auto dropped = post(step_tag(5, 1), 5);
+  auto kept = post(step_tag(6, 1), 6);
+  ASSERT_TRUE(kept->done.load());
+  EXPECT_EQ(kept->status.error, ErrorClass::success) << kept->error_message;
+  EXPECT_EQ(std::string(buffer.data()), "secret");
+  EXPECT_FALSE(dropped->done.load());
+}
+
 // Withdrawals no receive claims are kept per peer up to a bound; past it the oldest goes, and
 // a receive for it waits for the message as it would without WITHDRAWN.
 TEST(EngineFrames, UnclaimedWithdrawalsAreBoundedPerPeer) {
   EngineUnderAttack rank0;
   const int kept = static_cast<int>(detail::Engine::kMaxWithdrawnPerPeer);
   for (int i = 0; i <= kept; ++i) {
-    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kTag + i),
+    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kStepTag + i),
                text_bytes("gone"));
   }
   rank0.wait_until_delivered();
   rank0.until_rank0_read();
   std::array<char, 16> buffer{};
-  auto oldest = rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kTag);
+  auto oldest =
+      rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kStepTag);
   EXPECT_FALSE(oldest->done.load());
   for (int i = 1; i <= kept; ++i) {
-    auto r = rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kTag + i);
+    auto r =
+        rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kStepTag + i);
     ASSERT_TRUE(r->done.load()) << i;
     EXPECT_EQ(r->status.error, ErrorClass::policy);
   }
-  rank0.send(collective_header(FrameType::eager, kTag), kPayload);
+  rank0.send(collective_header(FrameType::eager, kStepTag), kPayload);
   rank0.wait(*oldest);
   EXPECT_EQ(oldest->status.error, ErrorClass::success) << oldest->error_message;
 }

@@ -851,7 +851,8 @@ void check_abandoned(const sempi::Communicator& world) {
   CHECK(r != 1 || (cls == sempi::ErrorClass::buffer && refused_by(what, 0)));
   agree("after the refused igather");
 
-  // bcast: the last rank's buffer is null. Some rank sends to it, and that one fails too.
+  // bcast: the last rank's buffer is null. Whatever the algorithm, another rank fails too: one
+  // that sends it a block by rendezvous, or one that receives a block from it.
   g_where = "bcast refused by a receiver";
   const int refuser = p - 1;
   std::tie(cls, what) =
