@@ -10,7 +10,7 @@ inline constexpr int kVersionPatch = 0;
 inline constexpr const char* kVersionString = "0.1.0";
 
 /// Version of the wire protocol spoken inside TLS (frames and HELLO). Peers must match exactly.
-inline constexpr unsigned kProtocolVersion = 4;  // 3: WITHDRAWN frames; 4: whole withdrawals
+inline constexpr unsigned kProtocolVersion = 4;  // 3: WITHDRAWN frames; 4: of whole collectives
 
 /// Version of the linked library (may differ from kVersionString if headers and library differ).
 const char* library_version() noexcept;

@@ -1,5 +1,8 @@
 #include "coll/abandon.hpp"
 
+#include <numeric>
+#include <vector>
+
 #include "core/runtime.hpp"
 
 namespace sempi::detail::coll {
@@ -27,10 +30,12 @@ void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexc
     if (engine.collective_denied(comm_, kind_)) return;
     const std::uint32_t sequence =
         comm_.collective_sequence.fetch_add(1, std::memory_order_relaxed);
-    engine.discard_collective(comm_, sequence);
+    std::vector<int> everyone(static_cast<std::size_t>(comm_.size()));
+    std::iota(everyone.begin(), everyone.end(), 0);
     const int me = comm_.world_ranks[static_cast<std::size_t>(comm_.rank)];
-    engine.withdraw_whole(comm_, kind_, sequence, cls,
-                          "rank " + std::to_string(me) + " took no part: " + what);
+    engine.withdraw(comm_, kind_, sequence, everyone, cls,
+                    "rank " + std::to_string(me) + " took no part: " + what);
+    engine.discard_collective(comm_, sequence);
   } catch (...) {
     // Out of memory, or no runtime: the others then wait for their timeout, as before.
   }

@@ -3,10 +3,10 @@
 // not validate: a null buffer at the root, a bad datatype, a negative count) must not leave the
 // other members waiting for the job's timeout, nor leave this rank's collective sequence
 // number one behind theirs, which would make its next collective match the wrong messages.
-// So the failing rank takes the sequence number anyway and withdraws the whole collective
-// from every other member (Engine::withdraw_whole): their receives from it and sends to it
-// in that collective fail at once with its error, and their failed parts withdraw in turn
-// what they owed others (Engine::withdraw), as after any failed collective.
+// So the failing rank takes the sequence number anyway and withdraws from the collective, to
+// every other member (Engine::withdraw): their receives from it and sends to it in that
+// collective fail at once with its error, and their failed parts withdraw in turn, as after
+// any failed collective.
 //
 // Not for a policy denial of the collective (Engine::collective_denied): that is the same on
 // every member, so every member fails alike without taking the sequence number.

@@ -119,39 +119,18 @@ thread_local std::uint64_t t_schedules_retired = 0;
 
 std::uint64_t schedules_retired_by_this_thread() noexcept { return t_schedules_retired; }
 
-std::vector<Engine::Owed> Schedule::unsent_messages() const {
-  std::vector<Engine::Owed> owed;
-  std::vector<bool> told(static_cast<std::size_t>(size()), false);
-  const auto owe = [&](const Transfer& t) {
-    if (!told[static_cast<std::size_t>(t.peer)]) {
-      told[static_cast<std::size_t>(t.peer)] = true;
-      owed.push_back({t.peer, t.tag});
-    }
-  };
-  std::size_t first_unposted = 0;
-  if (posted_round_ != SIZE_MAX) {
-    first_unposted = posted_round_ + 1;
-    // The round in flight: a send that failed never left (a sender-side policy denial); the
-    // others were sent or are on their way. posted_ holds its receives, then its sends.
-    const auto& transfers = rounds_[posted_round_].transfers;
-    std::size_t next = static_cast<std::size_t>(std::count_if(
-        transfers.begin(), transfers.end(), [](const Transfer& t) { return !t.is_send; }));
-    for (const auto& t : transfers) {
-      if (!t.is_send) continue;
-      const RequestState* r = next < posted_.size() ? posted_[next].get() : nullptr;
-      ++next;
-      if (r != nullptr && r->done.load(std::memory_order_acquire) &&
-          r->status.error != ErrorClass::success) {
-        owe(t);
+std::vector<int> Schedule::peers() const {
+  std::vector<bool> seen(static_cast<std::size_t>(size()), false);
+  std::vector<int> peers;
+  for (const Round& round : rounds_) {
+    for (const Transfer& t : round.transfers) {
+      if (!seen[static_cast<std::size_t>(t.peer)]) {
+        seen[static_cast<std::size_t>(t.peer)] = true;
+        peers.push_back(t.peer);
       }
     }
   }
-  for (std::size_t i = first_unposted; i < rounds_.size(); ++i) {
-    for (const auto& t : rounds_[i].transfers) {
-      if (t.is_send) owe(t);
-    }
-  }
-  return owed;
+  return peers;
 }
 
 void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
@@ -160,11 +139,10 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   for (const auto& r : posted_) {
     if (!r->done.load(std::memory_order_acquire)) engine.cancel(*r);
   }
-  // Each peer's first missing message only: the peer's part fails on it and posts no later
-  // receive of this collective.
+  // Every peer it has transfers with: those that wait for a message from it, and those whose
+  // sends to it would wait for its CTS.
   try {
-    const auto owed = unsent_messages();
-    if (!owed.empty()) engine.withdraw(*comm_, kind_, sequence_, owed, cls, origin);
+    engine.withdraw(*comm_, kind_, sequence_, peers(), cls, origin);
     engine.discard_collective(*comm_, sequence_);  // what peers sent for it
   } catch (...) {
     // Out of memory: the peers then wait for their timeout, as they would without WITHDRAWN.

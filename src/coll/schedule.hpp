@@ -104,13 +104,13 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   void post_round(std::size_t index);
   /// First failed request of the posted round, or null.
   [[nodiscard]] const RequestState* failure() const;
-  /// After a failure with `cls`: withdraws from the peers the messages this rank will not send
-  /// (Engine::withdraw, with `origin`: where the failure began), and keeps this schedule (its
-  /// scratch buffers) alive: the engine may still write into them when the failed collective's
-  /// other receives match later.
+  /// After a failure with `cls`: withdraws this rank from the collective (Engine::withdraw,
+  /// with `origin`: where the failure began), and keeps this schedule (its scratch buffers)
+  /// alive: the engine may still write into them when the failed collective's receives that
+  /// had matched complete, or send from them.
   void retire_after_failure(ErrorClass cls, const std::string& origin);
-  /// The first message this rank still owed each peer when it failed (see Engine::withdraw).
-  [[nodiscard]] std::vector<Engine::Owed> unsent_messages() const;
+  /// The communicator ranks this schedule has transfers with, each once.
+  [[nodiscard]] std::vector<int> peers() const;
   /// `origin` for a failure described by `detail` that began at this rank.
   [[nodiscard]] std::string failed_here(const std::string& detail) const;
   /// `origin` for a failed transfer.

@@ -359,7 +359,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
       internal_tag::is_schedule_tag(tag)) {
     // The receiver takes no part in this collective: nothing would ever receive the message.
     forget_old_withdrawals(context, sequence);
-    const auto it = find_withdrawn(context, world, tag, sequence, true);
+    const auto it = find_withdrawn(context, world, sequence);
     if (it != withdrawn_.end()) {
       fail_withdrawn(*request, it->source, it->cls, it->reason);
       return request;
@@ -575,10 +575,9 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
   if (collective && (!withdrawn_.empty() || !discarded_.empty()) &&
       internal_tag::is_schedule_tag(tag)) {
     forget_old_withdrawals(request->context, sequence);
-    const auto it = find_withdrawn(request->context, request->source_world, tag, sequence, false);
+    const auto it = find_withdrawn(request->context, request->source_world, sequence);
     if (it != withdrawn_.end()) {
       fail_withdrawn(*request, it->source, it->cls, it->reason);
-      if (!it->whole) withdrawn_.erase(it);  // a whole one may cover further receives
       return request;
     }
   }
@@ -757,10 +756,8 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 }
 
 void Engine::queue_unexpected(Unexpected&& message) {
-  if (!discarded_.empty() && discarded(message)) {
-    if (message.source != config_.world_rank) {
-      release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
-    }
+  if (!discarded_.empty() && message.source != config_.world_rank && discarded(message)) {
+    release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
     return;
   }
   if (message.arrival == 0) message.arrival = ++arrivals_;  // new; a restored one keeps its own
@@ -1388,38 +1385,16 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous, Verdict r
 }
 
 void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
-                      std::span<const Owed> owed, ErrorClass cls, std::string_view reason) {
+                      std::span<const int> peers, ErrorClass cls, std::string_view reason) {
   reason = reason.substr(0, kMaxWithdrawReason);
   std::lock_guard lock(mu_);
-  for (const Owed& o : owed) {
-    const int world = comm.world_ranks[static_cast<std::size_t>(o.peer)];
+  for (const int rank : peers) {
+    const int world = comm.world_ranks[static_cast<std::size_t>(rank)];
     if (world == config_.world_rank) continue;
     Peer* peer = peers_[static_cast<std::size_t>(world)].get();
     if (peer == nullptr || peer->failed_ || !peer->channel_) continue;
     FrameHeader header;
     header.type = FrameType::withdrawn;
-    header.op = static_cast<std::uint16_t>(op);
-    header.context = comm.collective_context();
-    header.source = static_cast<std::uint32_t>(config_.world_rank);
-    header.tag = o.tag;
-    header.aux = static_cast<std::uint64_t>(cls) | (std::uint64_t{sequence} << 32);
-    peer->channel_->enqueue(
-        header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
-    flush_peer(*peer);
-  }
-}
-
-void Engine::withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequence,
-                            ErrorClass cls, std::string_view reason) {
-  reason = reason.substr(0, kMaxWithdrawReason);
-  std::lock_guard lock(mu_);
-  for (const int world : comm.world_ranks) {
-    if (world == config_.world_rank) continue;
-    Peer* peer = peers_[static_cast<std::size_t>(world)].get();
-    if (peer == nullptr || peer->failed_ || !peer->channel_) continue;
-    FrameHeader header;
-    header.type = FrameType::withdrawn;
-    header.flags = flags::kWholeCollective;
     header.op = static_cast<std::uint16_t>(op);
     header.context = comm.collective_context();
     header.source = static_cast<std::uint32_t>(config_.world_rank);
@@ -1431,22 +1406,20 @@ void Engine::withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequ
 }
 
 std::deque<Engine::Withdrawn>::iterator Engine::find_withdrawn(std::uint32_t context, int peer,
-                                                               int tag, std::uint32_t sequence,
-                                                               bool for_send) {
-  // A send is covered only by a whole withdrawal: a partial one names a message the peer owed.
+                                                               std::uint32_t sequence) {
   return std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
-    return w.context == context && w.source == peer && w.sequence == sequence &&
-           (w.whole || (!for_send && w.tag == tag));
+    return w.context == context && w.source == peer && w.sequence == sequence;
   });
 }
 
 void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence) {
-  const auto old = [&](std::uint32_t context_of, std::uint32_t sequence_of) {
-    return context_of == context &&
-           static_cast<std::int32_t>(sequence - sequence_of) > kWithdrawnWindow;
+  const auto older = [&](std::uint32_t context_of, std::uint32_t sequence_of, std::int32_t by) {
+    return context_of == context && static_cast<std::int32_t>(sequence - sequence_of) > by;
   };
-  std::erase_if(withdrawn_, [&](const Withdrawn& w) { return old(w.context, w.sequence); });
-  std::erase_if(discarded_, [&](const Discarded& d) { return old(d.context, d.sequence); });
+  std::erase_if(withdrawn_,
+                [&](const Withdrawn& w) { return older(w.context, w.sequence, kWithdrawnWindow); });
+  std::erase_if(discarded_,
+                [&](const Discarded& d) { return older(d.context, d.sequence, kDiscardWindow); });
 }
 
 bool Engine::discarded(const Unexpected& message) const {
@@ -1462,13 +1435,17 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
   std::lock_guard lock(mu_);
   if (discarded_.size() == kMaxDiscarded) discarded_.pop_front();
   discarded_.push_back({comm.collective_context(), sequence});
+  // Taken out first: giving credit back may fail a peer, which edits unexpected_.
+  std::list<Unexpected> dropped;
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
     if (it->source != config_.world_rank && discarded(*it)) {
-      release_unexpected(*peers_[static_cast<std::size_t>(it->source)], *it);
-      it = unexpected_.erase(it);
+      dropped.splice(dropped.end(), unexpected_, it++);
     } else {
       ++it;
     }
+  }
+  for (const Unexpected& message : dropped) {
+    release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
   }
 }
 
@@ -1480,44 +1457,43 @@ void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass 
   complete(request, cls, reason + " (withdrawn by rank " + std::to_string(source_world) + ")");
 }
 
-void Engine::on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
-                          bool whole, ErrorClass cls, const std::string& reason) {
+void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint32_t sequence,
+                          ErrorClass cls, const std::string& reason) {
+  // Messages it sent before came before this frame: receives they matched are not posted_.
   bool failed_any = false;
   for (auto it = posted_.begin(); it != posted_.end();) {
     RequestState& r = **it;
     if (r.context == context && r.source_world == source_world && r.sequence == sequence &&
-        (whole ? internal_tag::is_schedule_tag(r.tag) : r.tag == tag)) {
+        internal_tag::is_schedule_tag(r.tag)) {
       auto request = std::move(*it);
       it = posted_.erase(it);
       fail_withdrawn(*request, source_world, cls, reason);
       failed_any = true;
-      if (!whole) break;
     } else {
       ++it;
     }
   }
-  if (whole) {
-    // Sends to the peer that wait for its CTS: it will never send one.
-    auto& sends = peers_[static_cast<std::size_t>(source_world)]->send_rendezvous_;
-    for (auto it = sends.begin(); it != sends.end();) {
-      if (it->second.context == context && it->second.sequence == sequence &&
-          internal_tag::is_schedule_tag(it->second.tag)) {
-        fail_withdrawn(*it->second.request, source_world, cls, reason);
-        it = sends.erase(it);
-        failed_any = true;
-      } else {
-        ++it;
-      }
+  // Sends to the peer that wait for its CTS: it will never send one. (A CTS it sent came
+  // before this frame, and took its send out of send_rendezvous_.)
+  auto& sends = peers_[static_cast<std::size_t>(source_world)]->send_rendezvous_;
+  for (auto it = sends.begin(); it != sends.end();) {
+    if (it->second.context == context && it->second.sequence == sequence &&
+        internal_tag::is_schedule_tag(it->second.tag)) {
+      fail_withdrawn(*it->second.request, source_world, cls, reason);
+      it = sends.erase(it);
+      failed_any = true;
+    } else {
+      ++it;
     }
   }
   if (failed_any) wake_sleeping_poller();  // a waiter may be another thread, asleep in poll()
-  if (failed_any && !whole) return;
+  // For the transfers with it in that collective this rank posts later.
   const auto from_peer = [source_world](const Withdrawn& w) { return w.source == source_world; };
   if (static_cast<std::size_t>(std::count_if(withdrawn_.begin(), withdrawn_.end(), from_peer)) >=
       kMaxWithdrawnPerPeer) {
     withdrawn_.erase(std::find_if(withdrawn_.begin(), withdrawn_.end(), from_peer));
   }
-  withdrawn_.push_back({context, source_world, tag, sequence, whole, cls, reason});
+  withdrawn_.push_back({context, source_world, sequence, cls, reason});
 }
 
 void Engine::decide_undecided(std::uint32_t base_context) {
@@ -1903,7 +1879,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       return {};
     }
     case FrameType::withdrawn: {
-      // The peer's part of a collective failed: the message it owed us will never come.
+      // The peer takes no further part in a collective (see on_withdrawn).
       if ((header.context & 1u) == 0) {
         violation_ = "WITHDRAWN outside a collective context";
         return errc::frame_unexpected;
@@ -1915,15 +1891,13 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         violation_ = "WITHDRAWN with error class " + std::to_string(cls);
         return errc::frame_unexpected;
       }
-      // Whole: the peer takes no part in the collective, so no tag is meant (it must be 0).
-      const bool whole = (header.flags & flags::kWholeCollective) != 0;
-      if ((header.flags & ~flags::kWholeCollective) != 0 || (whole && header.tag != 0)) {
+      // It names a collective, not a message: no flags, no tag.
+      if (header.flags != 0 || header.tag != 0) {
         violation_ = "WITHDRAWN with flags " + std::to_string(header.flags) + " and tag " +
                      std::to_string(header.tag);
         return errc::frame_unexpected;
       }
-      e.on_withdrawn(world_rank_, header.context, header.tag,
-                     static_cast<std::uint32_t>(header.aux >> 32), whole,
+      e.on_withdrawn(world_rank_, header.context, static_cast<std::uint32_t>(header.aux >> 32),
                      static_cast<ErrorClass>(cls), peer_text(payload));
       return {};
     }

@@ -239,38 +239,29 @@ class Engine {
   /// sends were refused. Audited; nullopt in dry-run mode (the denial is logged only).
   std::optional<std::string> collective_denied(const CommState& comm, OpKind op);
 
-  /// A message of a collective that this rank will not send: `peer` (a communicator rank) and
-  /// the message's tag.
-  struct Owed {
-    int peer = 0;
-    int tag = 0;
-  };
-  /// This rank's part of collective number `sequence` on `comm` failed with `cls`. Each peer
-  /// gets a WITHDRAWN frame for the first message it was owed and will not get, so the receive
-  /// that waits for it fails at once with `cls` and `reason` instead of waiting for the job's
-  /// timeout; that peer's part then fails in turn and withdraws its own messages, so the
-  /// failure reaches every member. `reason` names where the failure began (kept under
-  /// kMaxWithdrawReason). The frame's aux carries the class (low 32 bits) and the sequence
-  /// number (high 32 bits): the tag holds only its low 16 bits, and a withdrawal no receive
-  /// claimed must not match a collective 65,536 calls later.
+  /// This rank takes no further part in collective number `sequence` on `comm`: its part
+  /// failed with `cls`, or its call was refused before the part began (coll/abandon.hpp).
+  /// Each of `peers` (communicator ranks) gets a WITHDRAWN frame. What this rank sent them
+  /// before still arrives (it precedes the frame); but their receives from this rank in that
+  /// collective that nothing has matched, and their sends to it that wait for its CTS, fail
+  /// at once with `cls` and `reason`, as do those they post later. Their parts then fail in
+  /// turn and withdraw, so the failure reaches every member that depends on it instead of
+  /// leaving it to wait for the job's timeout. `reason` names where the failure began (kept
+  /// under kMaxWithdrawReason). The frame's aux carries the class (low 32 bits) and the
+  /// sequence number (high 32 bits): a tag holds only its low 16 bits, and a withdrawal must
+  /// not match a collective 65,536 calls later.
   void withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
-                std::span<const Owed> owed, ErrorClass cls, std::string_view reason);
-  /// This rank takes no part in collective number `sequence` on `comm` (its call failed before
-  /// the collective began, see coll/abandon.hpp): every other member gets a WITHDRAWN frame
-  /// with flag kWholeCollective, which fails its receives from this rank and its sends to
-  /// this rank in that collective, pending or posted later, with `cls` and `reason`.
-  void withdraw_whole(const CommState& comm, OpKind op, std::uint32_t sequence, ErrorClass cls,
-                      std::string_view reason);
+                std::span<const int> peers, ErrorClass cls, std::string_view reason);
   /// This rank's part of collective number `sequence` on `comm` ended without it (failed, or
   /// abandoned): what peers sent it for that collective can never be received. Drops those
-  /// messages waiting as unexpected, and those that arrive later, for kWithdrawnWindow
-  /// collectives; each gives its sender's credit back. Otherwise they would hold credit and
-  /// memory for good, and one could match a collective 65,536 calls later (a tag holds only
-  /// the low 16 bits of the number). A dropped RTS gets no answer: its sender's part has
-  /// failed, or fails on this rank's withdrawal.
+  /// messages waiting as unexpected, and those that arrive later (see discarded_); each gives
+  /// its sender's credit back. Otherwise they would hold credit and memory for good, and one
+  /// could match a collective 65,536 calls later (a tag holds only the low 16 bits of the
+  /// number). A dropped RTS gets no answer: its sender's send fails on this rank's withdrawal
+  /// (withdraw), which reaches every peer this rank has transfers with in that collective.
   void discard_collective(const CommState& comm, std::uint32_t sequence);
   static constexpr std::size_t kMaxWithdrawReason = 512;
-  /// Withdrawals from one peer kept until a receive claims them (see withdrawn_).
+  /// Withdrawals from one peer kept for transfers posted later (see withdrawn_).
   static constexpr std::size_t kMaxWithdrawnPerPeer = 8;
 
  private:
@@ -451,11 +442,10 @@ class Engine {
                   std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
                   const char* direction);
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
-  // A peer withdrew a collective message (WITHDRAWN): the receive waiting for it fails, or the
-  // first one posted later does. A `whole` withdrawal (any tag) fails every receive from the
-  // peer and send to it in that collective, now and later.
-  void on_withdrawn(int source_world, std::uint32_t context, int tag, std::uint32_t sequence,
-                    bool whole, ErrorClass cls, const std::string& reason);
+  // A peer withdrew from a collective (WITHDRAWN): this rank's transfers with it in that
+  // collective fail, those waiting now and those posted later.
+  void on_withdrawn(int source_world, std::uint32_t context, std::uint32_t sequence, ErrorClass cls,
+                    const std::string& reason);
   // Fails `request` for a withdrawn message (RequestState::withdrawn).
   void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                       const std::string& reason);
@@ -493,29 +483,30 @@ class Engine {
   std::vector<std::unique_ptr<transport::Channel>> closed_channels_;  // destroyed after progress
   std::deque<std::shared_ptr<RequestState>> posted_;
   std::list<Unexpected> unexpected_;
-  // Collective messages peers withdrew before the receive for them was posted (on_withdrawn),
-  // and collectives peers withdrew whole (kept: they may fail several transfers). A receive
-  // of a failed collective is never posted, so some stay: past kMaxWithdrawnPerPeer from one
+  // Collectives peers withdrew from (on_withdrawn), for the transfers with them this rank
+  // posts later (several may be, so a claimed one stays). Past kMaxWithdrawnPerPeer from one
   // peer its oldest goes (a transfer it covered would then wait, as before WITHDRAWN), so one
-  // peer cannot push out the others' withdrawals.
+  // peer cannot push out the others' withdrawals; see also forget_old_withdrawals.
   struct Withdrawn {
     std::uint32_t context = 0;
     int source = 0;  // world rank
-    int tag = 0;
     std::uint32_t sequence = 0;
-    bool whole = false;  // every transfer with `source` in the collective, any tag
     ErrorClass cls = ErrorClass::other;
     std::string reason;
   };
   std::deque<Withdrawn> withdrawn_;
-  // Collectives this rank discarded (discard_collective): at most kMaxDiscarded, and each only
-  // for kWithdrawnWindow collectives after it (forget_old_withdrawals).
+  // Collectives this rank discarded (discard_collective): at most kMaxDiscarded (past it the
+  // oldest goes, and messages for it stay queued, as before), and each only until this rank
+  // starts a transfer kDiscardWindow collectives further (forget_old_withdrawals): its
+  // messages are told apart by 16 bits of the number, and a peer may still be sending one
+  // while this rank runs ahead (a bcast root, say).
   struct Discarded {
     std::uint32_t context = 0;
     std::uint32_t sequence = 0;
   };
   std::deque<Discarded> discarded_;
   static constexpr std::size_t kMaxDiscarded = 16;
+  static constexpr std::int32_t kDiscardWindow = 1 << 15;
   // Drops the withdrawals and discards for collectives on `context` more than kWithdrawnWindow
   // older than `sequence`, one this rank is starting a transfer of: a collective that old is
   // over, so nothing can claim them, and every collective transfer searches withdrawn_. (A
@@ -525,11 +516,11 @@ class Engine {
   // A message of a collective this rank discarded (discard_collective)?
   [[nodiscard]] bool discarded(const Unexpected& message) const;
   static constexpr std::int32_t kWithdrawnWindow = 64;
-  // The withdrawal kept for a collective schedule's receive from `peer` (world rank), or for a
-  // send to it (`for_send`: whole withdrawals only), or end(). Only schedules' transfers
-  // (internal_tag::is_schedule_tag) look: the runtime's own have no sequence number.
-  std::deque<Withdrawn>::iterator find_withdrawn(std::uint32_t context, int peer, int tag,
-                                                 std::uint32_t sequence, bool for_send);
+  // The withdrawal kept for a collective schedule's transfer with `peer` (world rank), or
+  // end(). Only schedules' transfers (internal_tag::is_schedule_tag) look: the runtime's own
+  // have no sequence number.
+  std::deque<Withdrawn>::iterator find_withdrawn(std::uint32_t context, int peer,
+                                                 std::uint32_t sequence);
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;

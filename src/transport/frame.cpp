@@ -33,10 +33,6 @@ std::error_code decode_frame_header(std::span<const std::uint8_t, kFrameHeaderSi
   if (p[3] == 0 || p[3] > kMaxFrameType) return errc::frame_unknown_type;
   const auto flags = load_le<std::uint16_t>(p + 4);
   if ((flags & ~frame_flags::kKnownMask) != 0) return errc::frame_bad_reserved;
-  if ((flags & frame_flags::kWholeCollective) != 0 &&
-      p[3] != static_cast<std::uint8_t>(FrameType::withdrawn)) {
-    return errc::frame_bad_reserved;
-  }
   if (load_le<std::uint32_t>(p + 20) != 0) return errc::frame_bad_reserved;
   const auto length = load_le<std::uint64_t>(p + 32);
   if (length > max_payload) return errc::frame_too_large;

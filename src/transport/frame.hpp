@@ -45,11 +45,11 @@ enum class FrameType : std::uint8_t {
                  // with flag kSynchronous the synchronous EAGER's sync id; payload: a short
                  // UTF-8 reason. The sender fails that request with ErrorClass::policy.
   credit = 11,   // the receiver freed `aux` bytes of eager credit (see core/engine.hpp)
-  // The sender's part of a collective failed: the message `tag` on collective context
-  // `context` will never come. `aux`: the failure's ErrorClass (low 32 bits) and the
-  // collective's sequence number (high 32 bits); payload: a short UTF-8 reason. The receive
-  // waiting for it fails. With flag kWholeCollective (and tag 0) the sender takes no part in
-  // that collective at all: every receive from it and every send to it in the collective fails.
+  // The sender takes no further part in a collective on collective context `context` (its
+  // part failed, or never began): nothing more of it will come, and it receives nothing more.
+  // `aux`: the failure's ErrorClass (low 32 bits) and the collective's sequence number (high
+  // 32 bits); tag 0; payload: a short UTF-8 reason. The receiver fails its transfers with the
+  // sender in that collective that are still waiting, and those it posts later.
   withdrawn = 12,
 };
 inline constexpr std::uint8_t kMaxFrameType = 12;
@@ -57,8 +57,7 @@ inline constexpr std::uint8_t kMaxFrameType = 12;
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)
 inline constexpr std::uint16_t kLast = 1u << 1;         // last DATA chunk of a rendezvous
-inline constexpr std::uint16_t kWholeCollective = 1u << 2;  // WITHDRAWN only: see there
-inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast | kWholeCollective;
+inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast;
 }  // namespace frame_flags
 
 struct FrameHeader {

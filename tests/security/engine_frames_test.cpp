@@ -214,18 +214,10 @@ FrameHeader collective_header(FrameType type, std::int32_t tag) {
   return h;
 }
 
-// Rank 1 withdraws the message `tag` of collective number `sequence`.
-FrameHeader withdrawn_header(std::uint64_t error_class, std::int32_t tag = kTag,
-                             std::uint32_t sequence = 0) {
-  FrameHeader h = collective_header(FrameType::withdrawn, tag);
+// Rank 1 withdraws from collective number `sequence`.
+FrameHeader withdrawn_header(std::uint64_t error_class, std::uint32_t sequence = 0) {
+  FrameHeader h = collective_header(FrameType::withdrawn, 0);
   h.aux = error_class | (std::uint64_t{sequence} << 32);
-  return h;
-}
-
-// Rank 1 takes no part in collective number `sequence`: a whole withdrawal.
-FrameHeader whole_withdrawn_header(std::uint64_t error_class, std::uint32_t sequence) {
-  FrameHeader h = withdrawn_header(error_class, 0, sequence);
-  h.flags = transport::frame_flags::kWholeCollective;
   return h;
 }
 
@@ -326,21 +318,22 @@ const std::vector<HostileCase>& hostile_cases() {
                 bytes_of(std::vector<std::uint8_t>(detail::Engine::kMaxWithdrawReason + 1, 'x')));
        },
        "oversized WITHDRAWN reason"},
-      // A whole withdrawal means no one message: a tag would be a lie about what it covers.
-      {"WholeWithdrawnWithATag",
+      // A withdrawal names a collective, not a message: a tag would be a lie about what it
+      // covers.
+      {"WithdrawnWithATag",
        [](auto& r) {
-         FrameHeader h = whole_withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 5);
+         FrameHeader h = withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 5);
          h.tag = kTag;
          r.send(h, {});
        },
-       "WITHDRAWN with flags 4 and tag 7"},
+       "WITHDRAWN with flags 0 and tag 7"},
       {"WithdrawnAsSynchronous",
        [](auto& r) {
          FrameHeader h = withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy));
          h.flags = transport::frame_flags::kSynchronous;
          r.send(h, {});
        },
-       "WITHDRAWN with flags 1 and tag 7"},
+       "WITHDRAWN with flags 1 and tag 0"},
   };
   return cases;
 }
@@ -565,59 +558,13 @@ TEST(EngineFrames, AbortAfterGoodbyeAbortsTheJob) {
       << rank0.engine().abort_reason();
 }
 
-// A peer whose part of a collective failed withdraws the message it owed us: the receive that
-// waits for it (same tag and collective number) fails with the peer's error class and reason,
-// naming the peer; one posted later fails at once; receives for other messages are not
-// touched, and the peer stays healthy.
-TEST(EngineFrames, AWithdrawnCollectiveMessageFailsItsReceiveNowOrWhenPosted) {
-  EngineUnderAttack rank0;
-  auto& engine = rank0.engine();
-  std::array<char, 16> waiting{};
-  const auto post = [&](int tag, std::uint32_t sequence) {
-    return engine.irecv(rank0.world(), true, waiting.data(), waiting.size(), 1, tag, sequence);
-  };
-  auto other_tag = post(kStepTag + 2, 5);
-  auto other_sequence = post(kStepTag, 4);
-  auto early = post(kStepTag, 5);
-  const std::string reason = "rank 1's part failed: policy\x1b";  // escaped when shown
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kStepTag, 5),
-             text_bytes(reason));
-  rank0.wait(*early);
-  EXPECT_EQ(early->status.error, ErrorClass::policy);
-  EXPECT_EQ(early->error_message, "rank 1's part failed: policy\\x1b (withdrawn by rank 1)");
-  EXPECT_FALSE(other_tag->done.load());
-  EXPECT_FALSE(other_sequence->done.load());
-
-  // Withdrawn before its receive is posted: the receive fails as it is posted, once.
-  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::timeout), kStepTag + 1, 5),
-             text_bytes("late"));
-  rank0.wait_until_delivered();
-  rank0.until_rank0_read();
-  EXPECT_FALSE(post(kStepTag + 1, 6)->done.load());  // another collective's message with that tag
-  auto late = post(kStepTag + 1, 5);
-  ASSERT_TRUE(late->done.load());
-  EXPECT_EQ(late->status.error, ErrorClass::timeout);
-  EXPECT_EQ(late->error_message, "late (withdrawn by rank 1)");
-  auto again = post(kStepTag + 1, 5);
-  EXPECT_FALSE(again->done.load());
-
-  // The other receives still get their messages: the peer was not failed.
-  for (const int tag : {kStepTag + 2, kStepTag, kStepTag + 1, kStepTag + 1}) {
-    rank0.send(collective_header(FrameType::eager, tag), kPayload);
-  }
-  for (const auto& request : {other_tag, other_sequence, again}) {
-    rank0.wait(*request);
-    EXPECT_EQ(request->status.error, ErrorClass::success) << request->error_message;
-  }
-  EXPECT_EQ(std::string(waiting.data()), "secret");
-}
-
-// A peer that takes no part in a collective withdraws it whole: every receive from it and
-// every send to it in that collective fails, those pending (a rendezvous send waiting for the
-// peer's CTS included) and those posted later, with the peer's class and reason. Transfers of
-// other collectives, and the runtime's own on the collective context (communicator creation,
-// which has no sequence number), are not touched, and the peer stays healthy.
-TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
+// A peer withdraws from a collective: this rank's transfers with it in that collective fail,
+// those waiting (a rendezvous send waiting for the peer's CTS included) and those posted
+// later, with the peer's class and reason. What it sent before the withdrawal is still
+// received. Transfers of other collectives, and the runtime's own on the collective context
+// (communicator creation, which has no sequence number), are not touched, and the peer stays
+// healthy. The withdrawal is forgotten once this rank is 64 collectives further.
+TEST(EngineFrames, AWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
   EngineUnderAttack rank0;
   auto& engine = rank0.engine();
   std::array<char, 16> buffer{};
@@ -643,13 +590,14 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
     ASSERT_EQ(rts.type, FrameType::rts);
   }
 
-  const std::string reason = "rank 1 took no part: bcast: null data buffer";
-  const std::string expected = reason + " (withdrawn by rank 1)";
-  rank0.send(whole_withdrawn_header(static_cast<std::uint64_t>(ErrorClass::buffer), 5),
+  rank0.send(collective_header(FrameType::eager, kStepTag + 5), kPayload);  // sent before
+  const std::string reason = "rank 1's part failed: policy\x1b";  // escaped when shown
+  const std::string expected = "rank 1's part failed: policy\\x1b (withdrawn by rank 1)";
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 5),
              text_bytes(reason));
   for (const auto& request : {first, second, rendezvous}) {
     rank0.wait(*request);
-    EXPECT_EQ(request->status.error, ErrorClass::buffer);
+    EXPECT_EQ(request->status.error, ErrorClass::policy);
     EXPECT_EQ(request->error_message, expected);
   }
   EXPECT_FALSE(other_recv->done.load());
@@ -660,9 +608,12 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
   for (const auto& request :
        {post_recv(kStepTag + 9, 5), post_recv(kStepTag, 5), post_send(kPayload, 5)}) {
     ASSERT_TRUE(request->done.load());
-    EXPECT_EQ(request->status.error, ErrorClass::buffer);
+    EXPECT_EQ(request->status.error, ErrorClass::policy);
     EXPECT_EQ(request->error_message, expected);
   }
+  auto before = post_recv(kStepTag + 5, 5);
+  ASSERT_TRUE(before->done.load());
+  EXPECT_EQ(before->status.error, ErrorClass::success) << before->error_message;
   auto next = post_send(kPayload, 6);
   FrameHeader eager;
   ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &eager));
@@ -676,6 +627,10 @@ TEST(EngineFrames, AWholeWithdrawalFailsEveryTransferWithThePeerInThatCollective
     EXPECT_EQ(request->status.error, ErrorClass::success) << request->error_message;
   }
   EXPECT_EQ(std::string(buffer.data()), "secret");
+
+  // 65 collectives on: the withdrawal is gone, and a receive of that collective waits.
+  EXPECT_FALSE(post_recv(kStepTag, 5 + 65)->done.load());
+  EXPECT_FALSE(post_recv(kStepTag + 1, 5)->done.load());
 }
 
 // Messages of a collective this rank's part has left (failed, or abandoned) are dropped, those
@@ -725,24 +680,27 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   EXPECT_FALSE(dropped->done.load());
 }
 
-// Withdrawals no receive claims are kept per peer up to a bound; past it the oldest goes, and
-// a receive for it waits for the message as it would without WITHDRAWN.
-TEST(EngineFrames, UnclaimedWithdrawalsAreBoundedPerPeer) {
+// Withdrawals are kept per peer up to a bound; past it the oldest goes, and a receive of that
+// collective waits for its message as it would without WITHDRAWN.
+TEST(EngineFrames, WithdrawalsAreBoundedPerPeer) {
   EngineUnderAttack rank0;
   const int kept = static_cast<int>(detail::Engine::kMaxWithdrawnPerPeer);
   for (int i = 0; i <= kept; ++i) {
-    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), kStepTag + i),
+    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy),
+                                static_cast<std::uint32_t>(i)),
                text_bytes("gone"));
   }
   rank0.wait_until_delivered();
   rank0.until_rank0_read();
   std::array<char, 16> buffer{};
-  auto oldest =
-      rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kStepTag);
+  const auto post = [&](std::uint32_t collective) {
+    return rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kStepTag,
+                                collective);
+  };
+  auto oldest = post(0);
   EXPECT_FALSE(oldest->done.load());
   for (int i = 1; i <= kept; ++i) {
-    auto r =
-        rank0.engine().irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, kStepTag + i);
+    auto r = post(static_cast<std::uint32_t>(i));
     ASSERT_TRUE(r->done.load()) << i;
     EXPECT_EQ(r->status.error, ErrorClass::policy);
   }

@@ -98,16 +98,6 @@ TEST(FrameHeader, RejectsUnknownFlagsAndReservedBits) {
   EXPECT_EQ(decode(bytes, 42, out), errc::frame_bad_reserved);
 }
 
-TEST(FrameHeader, TheWholeCollectiveFlagIsValidOnlyOnWithdrawn) {
-  FrameHeader out;
-  auto h = sample();
-  h.flags = frame_flags::kWholeCollective;
-  EXPECT_EQ(decode(encode_frame_header(h), 42, out), errc::frame_bad_reserved);
-  h.type = FrameType::withdrawn;
-  ASSERT_FALSE(decode(encode_frame_header(h), 42, out));
-  EXPECT_EQ(out.flags, frame_flags::kWholeCollective);
-}
-
 TEST(FrameHeader, LengthLimitIsInclusiveAndOverflowSafe) {
   FrameHeader out;
   auto h = sample();

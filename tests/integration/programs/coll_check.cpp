@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <sempi/sempi.hpp>
@@ -811,7 +813,7 @@ std::pair<sempi::ErrorClass, std::string> outcome(F&& call) {
 
 // A collective that one rank's own checks refuse fails promptly on the ranks that depend on
 // it, with that rank's error, and the communicator stays usable: the refusing rank takes the
-// collective's sequence number anyway and withdraws the collective whole (coll/abandon.hpp).
+// collective's sequence number anyway and withdraws from it (coll/abandon.hpp).
 // The blocks are above the eager limit, so a rank sending to the refusing one waits for it
 // (rendezvous) and must be failed, not left waiting for the job's timeout.
 void check_abandoned(const sempi::Communicator& world) {
@@ -865,6 +867,32 @@ void check_abandoned(const sempi::Communicator& world) {
   g_where = "bcast refused by a receiver: someone else failed";
   CHECK(world.allreduce(cls == sempi::ErrorClass::success ? 0 : 1, sempi::Op::sum()) >= 2);
   agree("after the refused bcast");
+
+  // reduce (binomial at this size): the root's own reduction throws on its first child's
+  // block, so it never receives rank 2's, which waits to go by rendezvous. The root's
+  // withdrawal fails that send; it used to wait for the job's timeout.
+  g_where = "reduce whose reduction throws at the root";
+  const auto picky = sempi::Op::elementwise<int>(
+      [r](int a, int b) {
+        if (r == 0) throw std::runtime_error("rank 0 refuses to add");
+        return a + b;
+      },
+      true);
+  std::tie(cls, what) = outcome([&] {
+    try {
+      world.reduce(mine.data(), all.data(), kInts, picky, 0);
+    } catch (const sempi::Error&) {
+      throw;
+    } catch (const std::runtime_error& e) {  // the reduction's own exception, as it threw it
+      CHECK(r == 0 && std::string(e.what()) == "rank 0 refuses to add");
+      throw sempi::Error(sempi::ErrorClass::op, e.what());
+    }
+  });
+  if (r == 2) {
+    CHECK(cls == sempi::ErrorClass::op &&
+          what.find("rank 0's part failed: reduction operation failed") != std::string::npos);
+  }
+  agree("after the failed reduce");
 }
 
 // Two nonblocking collectives waited for in opposite orders by different ranks: wait_all must
@@ -882,8 +910,10 @@ void check_wait_all_order(const sempi::Communicator& world) {
 }
 
 // A Request dropped before its collective finished abandons this rank's part. The engine must
-// not then write into the memory the collective was given when the peer's message arrives:
-// under AddressSanitizer, that was a heap-use-after-free.
+// not then write into the memory the collective was given when the peer's message arrives
+// (under AddressSanitizer, that was a heap-use-after-free): the rank withdraws from the
+// collective, and drops what arrives for it. The withdrawal reaches the root before the go
+// ahead, so the root's send fails, naming why.
 void check_dropped_request(const sempi::Communicator& world) {
   g_where = "dropped request";
   const auto pair = world.split(world.rank() < 2 ? 0 : sempi::UNDEFINED, world.rank());
@@ -899,8 +929,12 @@ void check_dropped_request(const sempi::Communicator& world) {
     int go = 0;
     pair.recv(go, 0, 5);
     std::vector<int> data(kCount, 7);
-    pair.bcast(data.data(), kCount, 1);
+    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), kCount, 1); });
+    CHECK(cls == sempi::ErrorClass::other &&
+          what.find("its request was dropped before the collective completed") !=
+              std::string::npos);
   }
+  pair.barrier();  // the pair's collectives still line up
 }
 
 }  // namespace
