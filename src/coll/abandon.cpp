@@ -35,7 +35,6 @@ void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexc
     const int me = comm_.world_ranks[static_cast<std::size_t>(comm_.rank)];
     engine.withdraw(comm_, kind_, sequence, everyone, cls,
                     "rank " + std::to_string(me) + " took no part: " + what);
-    engine.discard_collective(comm_, sequence);
   } catch (...) {
     // Out of memory, or no runtime: the others then wait for their timeout, as before.
   }

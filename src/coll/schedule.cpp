@@ -143,7 +143,6 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   // sends to it would wait for its CTS.
   try {
     engine.withdraw(*comm_, kind_, sequence_, peers(), cls, origin);
-    engine.discard_collective(*comm_, sequence_);  // what peers sent for it
   } catch (...) {
     // Out of memory: the peers then wait for their timeout, as they would without WITHDRAWN.
   }

@@ -756,7 +756,8 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 }
 
 void Engine::queue_unexpected(Unexpected&& message) {
-  if (!discarded_.empty() && message.source != config_.world_rank && discarded(message)) {
+  if (!discarded_.empty() && message.source != config_.world_rank &&
+      discarded(message.context, message.tag)) {
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
     return;
   }
@@ -1403,6 +1404,7 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
         header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
     flush_peer(*peer);
   }
+  discard_collective(comm, sequence);
 }
 
 std::deque<Engine::Withdrawn>::iterator Engine::find_withdrawn(std::uint32_t context, int peer,
@@ -1422,23 +1424,22 @@ void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequenc
                 [&](const Discarded& d) { return older(d.context, d.sequence, kDiscardWindow); });
 }
 
-bool Engine::discarded(const Unexpected& message) const {
-  if (!internal_tag::is_schedule_tag(message.tag)) return false;
-  const std::uint32_t low = internal_tag::schedule_tag_sequence(message.tag);
+bool Engine::discarded(std::uint32_t context, int tag) const {
+  if (!internal_tag::is_schedule_tag(tag)) return false;
+  const std::uint32_t low = internal_tag::schedule_tag_sequence(tag);
   return std::any_of(discarded_.begin(), discarded_.end(), [&](const Discarded& d) {
-    return d.context == message.context &&
+    return d.context == context &&
            (d.sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1)) == low;
   });
 }
 
 void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
-  std::lock_guard lock(mu_);
   if (discarded_.size() == kMaxDiscarded) discarded_.pop_front();
   discarded_.push_back({comm.collective_context(), sequence});
   // Taken out first: giving credit back may fail a peer, which edits unexpected_.
   std::list<Unexpected> dropped;
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
-    if (it->source != config_.world_rank && discarded(*it)) {
+    if (it->source != config_.world_rank && discarded(it->context, it->tag)) {
       dropped.splice(dropped.end(), unexpected_, it++);
     } else {
       ++it;
@@ -1480,6 +1481,9 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint32_t
     if (it->second.context == context && it->second.sequence == sequence &&
         internal_tag::is_schedule_tag(it->second.tag)) {
       fail_withdrawn(*it->second.request, source_world, cls, reason);
+      auto& failed = peers_[static_cast<std::size_t>(source_world)]->withdrawn_sends_;
+      if (failed.size() == Peer::kMaxWithdrawnSends) failed.pop_front();
+      failed.push_back(it->first);
       it = sends.erase(it);
       failed_any = true;
     } else {
@@ -1713,6 +1717,13 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
   }
 }
 
+bool Engine::Peer::forget_withdrawn_send(std::uint64_t id) {
+  const auto it = std::find(withdrawn_sends_.begin(), withdrawn_sends_.end(), id);
+  if (it == withdrawn_sends_.end()) return false;
+  withdrawn_sends_.erase(it);
+  return true;
+}
+
 std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                                        std::span<std::uint8_t> payload) {
   Engine& e = engine_;
@@ -1782,6 +1793,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         violation_ = "RTS announcing " + std::to_string(header.aux) + " bytes";
         return errc::frame_unexpected;
       }
+      // Of a collective this rank withdrew from: its sender fails it on our WITHDRAWN, which
+      // it crossed; a DENY would cross that too.
+      if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) return {};
       const Admit admit = e.admit(*this, header);
       if (cut_off()) return errc::frame_unexpected;
       if (admit == Admit::deny) {
@@ -1812,6 +1826,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     case FrameType::cts: {
       const auto it = send_rendezvous_.find(header.aux);
       if (it == send_rendezvous_.end()) {
+        if (forget_withdrawn_send(header.aux)) return {};  // it crossed our WITHDRAWN
         violation_ = "CTS for unknown transfer " + std::to_string(header.aux);
         return errc::frame_unexpected;
       }
@@ -1870,6 +1885,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       }
       const auto it = send_rendezvous_.find(header.aux);
       if (it == send_rendezvous_.end()) {
+        if (forget_withdrawn_send(header.aux)) return {};  // it crossed its WITHDRAWN
         violation_ = "DENY for unknown transfer " + std::to_string(header.aux);
         return errc::frame_unexpected;
       }

@@ -146,12 +146,12 @@ class Engine {
   /// `op` is the operation kind carried in the frame (OpKind::p2p for point-to-point); any
   /// other kind travels on the communicator's collective context.
   /// `sequence`: for a collective schedule's send, the schedule's sequence number (what a
-  /// whole withdrawal names, see withdraw_whole).
+  /// WITHDRAWN names, see withdraw).
   std::shared_ptr<RequestState> isend(const CommState& comm, OpKind op, const void* buf,
                                       std::size_t bytes, int dest, int tag, bool synchronous,
                                       std::uint32_t sequence = 0);
   /// `sequence`: for a collective schedule's receive, the schedule's sequence number (what a
-  /// WITHDRAWN names along with the tag, see withdraw).
+  /// WITHDRAWN names, see withdraw).
   std::shared_ptr<RequestState> irecv(const std::shared_ptr<const CommState>& comm, bool collective,
                                       void* buf, std::size_t capacity, int source, int tag,
                                       std::uint32_t sequence = 0);
@@ -250,16 +250,14 @@ class Engine {
   /// under kMaxWithdrawReason). The frame's aux carries the class (low 32 bits) and the
   /// sequence number (high 32 bits): a tag holds only its low 16 bits, and a withdrawal must
   /// not match a collective 65,536 calls later.
+  /// What peers sent this rank for that collective can never be received: those messages
+  /// waiting as unexpected, and those that arrive later (see discarded_), are dropped, each
+  /// giving its sender's credit back. Otherwise they would hold credit and memory, and one
+  /// could match a collective 65,536 calls later. A dropped RTS gets no answer (no CTS, no
+  /// DENY): its sender's send fails on this rank's WITHDRAWN. Both happen under one lock, so
+  /// nothing of the collective is admitted in between.
   void withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
                 std::span<const int> peers, ErrorClass cls, std::string_view reason);
-  /// This rank's part of collective number `sequence` on `comm` ended without it (failed, or
-  /// abandoned): what peers sent it for that collective can never be received. Drops those
-  /// messages waiting as unexpected, and those that arrive later (see discarded_); each gives
-  /// its sender's credit back. Otherwise they would hold credit and memory for good, and one
-  /// could match a collective 65,536 calls later (a tag holds only the low 16 bits of the
-  /// number). A dropped RTS gets no answer: its sender's send fails on this rank's withdrawal
-  /// (withdraw), which reaches every peer this rank has transfers with in that collective.
-  void discard_collective(const CommState& comm, std::uint32_t sequence);
   static constexpr std::size_t kMaxWithdrawReason = 512;
   /// Withdrawals from one peer kept for transfers posted later (see withdrawn_).
   static constexpr std::size_t kMaxWithdrawnPerPeer = 8;
@@ -369,6 +367,13 @@ class Engine {
     std::vector<std::uint8_t> scratch_;
     std::unordered_map<std::uint64_t, RecvRendezvous> recv_rendezvous_;
     std::unordered_map<std::uint64_t, SendRendezvous> send_rendezvous_;
+    // Rendezvous sends a WITHDRAWN of this peer failed (Engine::on_withdrawn), newest last, at
+    // most kMaxWithdrawnSends: a DENY or CTS of the peer's that crossed the WITHDRAWN may
+    // still come for one, and is no violation.
+    std::deque<std::uint64_t> withdrawn_sends_;
+    static constexpr std::size_t kMaxWithdrawnSends = 64;
+    // Takes `id` out of withdrawn_sends_: true if it was there.
+    bool forget_withdrawn_send(std::uint64_t id);
     std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> awaiting_sync_;
     Admit inflight_admit_ = Admit::allow;  // policy decision for the frame being read
   };
@@ -495,7 +500,7 @@ class Engine {
     std::string reason;
   };
   std::deque<Withdrawn> withdrawn_;
-  // Collectives this rank discarded (discard_collective): at most kMaxDiscarded (past it the
+  // Collectives this rank withdrew from (withdraw): at most kMaxDiscarded (past it the
   // oldest goes, and messages for it stay queued, as before), and each only until this rank
   // starts a transfer kDiscardWindow collectives further (forget_old_withdrawals): its
   // messages are told apart by 16 bits of the number, and a peer may still be sending one
@@ -513,8 +518,11 @@ class Engine {
   // nonblocking collective still running that far behind would then wait for its timeout, as
   // before WITHDRAWN.)
   void forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence);
-  // A message of a collective this rank discarded (discard_collective)?
-  [[nodiscard]] bool discarded(const Unexpected& message) const;
+  // Records the collective this rank withdraws from and drops what peers sent for it (see
+  // withdraw, which calls it).
+  void discard_collective(const CommState& comm, std::uint32_t sequence);
+  // A message of a collective this rank withdrew from (withdraw)?
+  [[nodiscard]] bool discarded(std::uint32_t context, int tag) const;
   static constexpr std::int32_t kWithdrawnWindow = 64;
   // The withdrawal kept for a collective schedule's transfer with `peer` (world rank), or
   // end(). Only schedules' transfers (internal_tag::is_schedule_tag) look: the runtime's own

@@ -48,7 +48,7 @@ struct RequestState {
   std::uint32_t context = 0;
   int source_world = -1;  // ANY_SOURCE or a world rank
   int tag = -1;           // ANY_TAG or a tag
-  std::uint32_t sequence = 0;  // a collective schedule's receive: the schedule's number
+  std::uint32_t sequence = 0;  // a collective schedule's transfer: the schedule's number
   void* buffer = nullptr;
   std::size_t capacity = 0;
   bool matched = false;  // data is flowing in: too late to cancel

@@ -49,7 +49,8 @@ enum class FrameType : std::uint8_t {
   // part failed, or never began): nothing more of it will come, and it receives nothing more.
   // `aux`: the failure's ErrorClass (low 32 bits) and the collective's sequence number (high
   // 32 bits); tag 0; payload: a short UTF-8 reason. The receiver fails its transfers with the
-  // sender in that collective that are still waiting, and those it posts later.
+  // sender in that collective that wait for the sender (receives, and rendezvous sends before
+  // its CTS), and those it posts later.
   withdrawn = 12,
 };
 inline constexpr std::uint8_t kMaxFrameType = 12;

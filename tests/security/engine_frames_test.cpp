@@ -584,10 +584,12 @@ TEST(EngineFrames, AWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
   auto other_send = post_send(large, 6);
   std::uint64_t sequence = 1;  // 0 was HELLO
   std::vector<std::uint8_t> payload;
+  std::uint64_t withdrawn_rts = 0;  // the rendezvous id: the RTS frame's sequence number
   for (int i = 0; i < 2; ++i) {  // the two sends' RTS
     FrameHeader rts;
     ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &rts));
     ASSERT_EQ(rts.type, FrameType::rts);
+    if (i == 0) withdrawn_rts = rts.sequence;
   }
 
   rank0.send(collective_header(FrameType::eager, kStepTag + 5), kPayload);  // sent before
@@ -603,6 +605,9 @@ TEST(EngineFrames, AWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
   EXPECT_FALSE(other_recv->done.load());
   EXPECT_FALSE(other_send->done.load());
   EXPECT_FALSE(runtime_own->done.load());
+  // A DENY of that send can cross the WITHDRAWN (rank 1 freed the communicator, say): no
+  // violation, the peer stays healthy (checked at the end).
+  rank0.send(FrameType::deny, text_bytes("crossed"), withdrawn_rts);
 
   // Posted later: the withdrawal is kept, so each fails as it is posted; a send sends nothing.
   for (const auto& request :
@@ -652,7 +657,7 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   rank0.wait_until_delivered();
   rank0.until_rank0_read();
 
-  rank0.engine().discard_collective(*rank0.world(), 5);
+  rank0.engine().withdraw(*rank0.world(), detail::OpKind::bcast, 5, {}, ErrorClass::other, "");
   std::uint64_t sequence = 1;  // 0 was HELLO
   std::vector<std::uint8_t> payload;
   FrameHeader credit;
@@ -660,7 +665,12 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   EXPECT_EQ(credit.type, FrameType::credit);
   EXPECT_EQ(credit.aux, cost);
 
-  rank0.send(collective_header(FrameType::eager, step_tag(5, 2)), message);  // arrives later
+  // Arriving later: an RTS gets no answer (its sender fails it on rank 0's WITHDRAWN), an
+  // EAGER message is dropped and its credit returned (the next frame rank 0 sends).
+  FrameHeader rts = collective_header(FrameType::rts, step_tag(5, 3));
+  rts.aux = 1 << 20;
+  rank0.send(rts, {});
+  rank0.send(collective_header(FrameType::eager, step_tag(5, 2)), message);
   rank0.wait_until_delivered();
   rank0.until_rank0_read();
   ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &credit));
@@ -673,11 +683,13 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
                                 collective);
   };
   auto dropped = post(step_tag(5, 1), 5);
+  auto dropped_rts = post(step_tag(5, 3), 5);
   auto kept = post(step_tag(6, 1), 6);
   ASSERT_TRUE(kept->done.load());
   EXPECT_EQ(kept->status.error, ErrorClass::success) << kept->error_message;
   EXPECT_EQ(std::string(buffer.data()), "secret");
   EXPECT_FALSE(dropped->done.load());
+  EXPECT_FALSE(dropped_rts->done.load());
 }
 
 // Withdrawals are kept per peer up to a bound; past it the oldest goes, and a receive of that
