@@ -179,7 +179,7 @@ std::string Schedule::failed_here(const std::string& detail) const {
 }
 
 std::string Schedule::origin_of(const RequestState& failed) const {
-  // A withdrawn message keeps its sender's account of where the failure began.
+  // A transfer failed by a withdrawal keeps the peer's account of where the failure began.
   return failed.withdrawn ? failed.error_message.substr(0, failed.withdrawn_origin_length)
                           : failed_here(failure_detail(failed));
 }

@@ -1793,11 +1793,11 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         violation_ = "RTS announcing " + std::to_string(header.aux) + " bytes";
         return errc::frame_unexpected;
       }
-      // Of a collective this rank withdrew from: its sender fails it on our WITHDRAWN, which
-      // it crossed; a DENY would cross that too.
-      if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) return {};
       const Admit admit = e.admit(*this, header);
       if (cut_off()) return errc::frame_unexpected;
+      // Of a collective this rank withdrew from: dropped unanswered (a refusal is audited by
+      // admit); its sender fails it on our WITHDRAWN, which it crossed, and a DENY would too.
+      if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) return {};
       if (admit == Admit::deny) {
         e.send_deny(*this, id, false, last_refusal_);  // instead of CTS: the sender fails, no hang
         return {};
@@ -1826,7 +1826,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
     case FrameType::cts: {
       const auto it = send_rendezvous_.find(header.aux);
       if (it == send_rendezvous_.end()) {
-        if (forget_withdrawn_send(header.aux)) return {};  // it crossed our WITHDRAWN
+        if (forget_withdrawn_send(header.aux)) return {};  // it crossed its WITHDRAWN
         violation_ = "CTS for unknown transfer " + std::to_string(header.aux);
         return errc::frame_unexpected;
       }

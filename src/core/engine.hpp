@@ -20,7 +20,8 @@
 //
 // Every blocking wait has a way out: a failed channel fails the operations that depend on its
 // peer, a job abort (from the launcher, or the launcher's death) fails all of them, and a
-// collective's message that its sender's failed part will never send is withdrawn (withdraw).
+// rank whose part of a collective failed withdraws from it (withdraw), which fails its
+// peers' transfers with it in that collective.
 //
 // Eager credit (flow control)
 //  * A receiver holds at most its unexpected budget (HELLO's max_unexpected_bytes) of one
@@ -512,11 +513,11 @@ class Engine {
   std::deque<Discarded> discarded_;
   static constexpr std::size_t kMaxDiscarded = 16;
   static constexpr std::int32_t kDiscardWindow = 1 << 15;
-  // Drops the withdrawals and discards for collectives on `context` more than kWithdrawnWindow
-  // older than `sequence`, one this rank is starting a transfer of: a collective that old is
-  // over, so nothing can claim them, and every collective transfer searches withdrawn_. (A
-  // nonblocking collective still running that far behind would then wait for its timeout, as
-  // before WITHDRAWN.)
+  // Drops the withdrawals for collectives on `context` more than kWithdrawnWindow older than
+  // `sequence`, one this rank is starting a transfer of, and the discards more than
+  // kDiscardWindow older: a collective that old is over, so nothing can claim them, and every
+  // collective transfer searches withdrawn_. (A nonblocking collective still running that far
+  // behind would then wait for its timeout, as before WITHDRAWN.)
   void forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence);
   // Records the collective this rank withdraws from and drops what peers sent for it (see
   // withdraw, which calls it).

@@ -52,8 +52,8 @@ struct RequestState {
   void* buffer = nullptr;
   std::size_t capacity = 0;
   bool matched = false;  // data is flowing in: too late to cancel
-  // Failed because the sender withdrew the message (a WITHDRAWN frame): error_message then
-  // starts with the sender's account of where the collective's failure began, this long.
+  // Failed because the peer withdrew from the collective (a WITHDRAWN frame): error_message
+  // then starts with the peer's account of where the collective's failure began, this long.
   // (Members ordered to fill padding: every message has a RequestState.)
   bool withdrawn = false;
 
