@@ -355,16 +355,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
   }
-  if (collective && (!withdrawn_.empty() || !discarded_.empty()) &&
-      internal_tag::is_schedule_tag(tag)) {
-    // The receiver takes no part in this collective: nothing would ever receive the message.
-    forget_old_withdrawals(context, sequence);
-    const auto it = find_withdrawn(context, world, sequence);
-    if (it != withdrawn_.end()) {
-      fail_withdrawn(*request, it->source, it->cls, it->reason);
-      return request;
-    }
-  }
+  // The receiver takes no part in this collective: nothing would ever receive the message.
+  if (collective && failed_by_withdrawal(*request, context, world, tag, sequence)) return request;
   const auto* data = static_cast<const std::uint8_t*>(buf);
   const auto op_code = static_cast<std::uint16_t>(op);
 
@@ -572,14 +564,9 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
     return request;
   }
-  if (collective && (!withdrawn_.empty() || !discarded_.empty()) &&
-      internal_tag::is_schedule_tag(tag)) {
-    forget_old_withdrawals(request->context, sequence);
-    const auto it = find_withdrawn(request->context, request->source_world, sequence);
-    if (it != withdrawn_.end()) {
-      fail_withdrawn(*request, it->source, it->cls, it->reason);
-      return request;
-    }
+  if (collective &&
+      failed_by_withdrawal(*request, request->context, request->source_world, tag, sequence)) {
+    return request;
   }
   if (policy() != nullptr && policy()->enforcing()) {
     // A receive the policy can never satisfy fails now rather than waiting forever: no rank
@@ -1407,11 +1394,18 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
   discard_collective(comm, sequence);
 }
 
-std::deque<Engine::Withdrawn>::iterator Engine::find_withdrawn(std::uint32_t context, int peer,
-                                                               std::uint32_t sequence) {
-  return std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
+bool Engine::failed_by_withdrawal(RequestState& request, std::uint32_t context, int peer, int tag,
+                                  std::uint32_t sequence) {
+  if ((withdrawn_.empty() && discarded_.empty()) || !internal_tag::is_schedule_tag(tag)) {
+    return false;
+  }
+  forget_old_withdrawals(context, sequence);
+  const auto it = std::find_if(withdrawn_.begin(), withdrawn_.end(), [&](const Withdrawn& w) {
     return w.context == context && w.source == peer && w.sequence == sequence;
   });
+  if (it == withdrawn_.end()) return false;
+  fail_withdrawn(request, it->source, it->cls, it->reason);
+  return true;
 }
 
 void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequence) {
@@ -1476,14 +1470,16 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint32_t
   }
   // Sends to the peer that wait for its CTS: it will never send one. (A CTS it sent came
   // before this frame, and took its send out of send_rendezvous_.)
-  auto& sends = peers_[static_cast<std::size_t>(source_world)]->send_rendezvous_;
+  Peer& peer = *peers_[static_cast<std::size_t>(source_world)];
+  auto& sends = peer.send_rendezvous_;
   for (auto it = sends.begin(); it != sends.end();) {
     if (it->second.context == context && it->second.sequence == sequence &&
         internal_tag::is_schedule_tag(it->second.tag)) {
       fail_withdrawn(*it->second.request, source_world, cls, reason);
-      auto& failed = peers_[static_cast<std::size_t>(source_world)]->withdrawn_sends_;
-      if (failed.size() == Peer::kMaxWithdrawnSends) failed.pop_front();
-      failed.push_back(it->first);
+      if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
+        peer.withdrawn_sends_.pop_front();
+      }
+      peer.withdrawn_sends_.push_back(it->first);
       it = sends.erase(it);
       failed_any = true;
     } else {

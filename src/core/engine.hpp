@@ -525,11 +525,12 @@ class Engine {
   // A message of a collective this rank withdrew from (withdraw)?
   [[nodiscard]] bool discarded(std::uint32_t context, int tag) const;
   static constexpr std::int32_t kWithdrawnWindow = 64;
-  // The withdrawal kept for a collective schedule's transfer with `peer` (world rank), or
-  // end(). Only schedules' transfers (internal_tag::is_schedule_tag) look: the runtime's own
+  // Fails `request`, a transfer with `peer` (world rank), if that peer withdrew from its
+  // collective (on_withdrawn), pruning old withdrawals on the way; true if it did. Only
+  // collective schedules' transfers (internal_tag::is_schedule_tag) look: the runtime's own
   // have no sequence number.
-  std::deque<Withdrawn>::iterator find_withdrawn(std::uint32_t context, int peer,
-                                                 std::uint32_t sequence);
+  bool failed_by_withdrawal(RequestState& request, std::uint32_t context, int peer, int tag,
+                            std::uint32_t sequence);
   std::shared_ptr<PayloadPool> payloads_ = PayloadPool::create();  // for Unexpected::data
   std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> self_sync_;
   std::uint64_t next_sync_id_ = 1;
