@@ -30,9 +30,11 @@
 // rendered record and by flush_if_due(), which the engine's background thread calls every few
 // milliseconds, rendering the queue first), and at close(). A crash loses at most what is
 // queued or buffered: bounded by max_age plus that period, kMaxQueued records and flush_bytes.
-// flush_bytes is large because a write costs more per byte the smaller it is: measured in a
-// rank sending 8-byte messages, 64 KiB writes cost 0.30-0.43 ns a byte (~5 % of its time) and
-// 1 MiB writes 0.18-0.24 ns (bench/RESULTS.md).
+// flush_bytes is a compromise: a write costs more per byte the smaller it is (measured in a
+// rank sending 8-byte messages, 64 KiB writes cost 0.30-0.43 ns a byte, ~5 % of its time, and
+// 1 MiB writes 0.18-0.24 ns), but a buffer as large as the L2 cache (1 MiB here) pushes the
+// message path's own lines out of it as records fill it. 256 KiB gave the lowest 8-byte
+// latency under metadata audit, 4-5 % below 1 MiB (bench/RESULTS.md, nineteenth session).
 // With flush_each (the launcher, and ranks under "flush": "record") every record is rendered
 // and written at once.
 //
@@ -111,7 +113,7 @@ class AuditLog {
     std::string job;          // job id (hex)
     std::optional<int> rank;  // nullopt: the launcher
     bool flush_each = false;
-    std::size_t flush_bytes = 1024 * 1024;
+    std::size_t flush_bytes = 256 * 1024;
     std::chrono::milliseconds max_age{200};
   };
 

@@ -836,7 +836,7 @@ void Engine::wait_until(Done&& done, int peer_hint) {
       if (!spinning) last_clock = std::chrono::steady_clock::now();  // it may have slept 10 ms
       if (spinning && !done()) {
         // A few at a time: a message arriving meanwhile waits for at most that much (and,
-        // once per 1 MiB of records, for the write of the buffer: audit/audit_log.hpp).
+        // once per 256 KiB of records, for the write of the buffer: audit/audit_log.hpp).
         render_audit_while_idle(kAuditRecordsPerSpin);
         // Oversubscribed: give the core away between polls, so that a rank waiting for this
         // core runs now instead of after our time slice.
