@@ -89,7 +89,7 @@ struct ChainHead {
 
 /// One message record, formatted without allocation on the hot path.
 struct MessageRecord {
-  const char* action = "message.send";  // message.send | message.receive | policy.deny
+  const char* action = "message.send";  // message.send|receive|drop, policy.deny
   bool success = true;                  // event.outcome
   const char* reason = nullptr;         // event.reason (static text), or null
   int peer = 0;                         // world rank of the other side

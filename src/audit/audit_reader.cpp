@@ -736,6 +736,7 @@ ReconcileResult reconcile(const AuditDir& dir) {
   std::map<Key, Msg> sends;
   std::map<Key, Msg> receives;
   std::map<Key, Msg> denials;
+  std::map<Key, Msg> drops;
   ReconcileResult result;
   for (const auto& [rank, file] : dir.ranks) {
     for_each_record(file, [&, rank = rank, &file = file](const Record& r) {
@@ -745,7 +746,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
       const bool recv = action == "message.receive";
       const bool deny = action == "policy.deny" && str_field(r, "direction") == "receive" &&
                         r.sempi("dry_run") == nullptr;
-      if (!send && !recv && !deny) return true;
+      const bool drop = action == "message.drop";
+      if (!send && !recv && !deny && !drop) return true;
       result.message_records = true;
       const int peer = int_field<int>(r, "peer");
       const std::int64_t id = int_field(r, "msg");
@@ -754,6 +756,7 @@ ReconcileResult reconcile(const AuditDir& dir) {
       if (send) sends[{rank, peer, id}] = std::move(m);
       if (recv) receives[{peer, rank, id}] = std::move(m);
       if (deny) denials[{peer, rank, id}] = std::move(m);
+      if (drop) drops[{peer, rank, id}] = std::move(m);
       return true;
     });
   }
@@ -775,6 +778,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
       receives.erase(it);
     } else if (denials.count(key) != 0) {
       ++result.denied;
+    } else if (drops.count(key) != 0) {
+      ++result.dropped;
     } else {
       result.unmatched.push_back("sent, never received: " + describe(key, send));
     }

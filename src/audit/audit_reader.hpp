@@ -120,12 +120,14 @@ struct ReconcileResult {
   std::size_t sends = 0;
   std::size_t matched = 0;
   std::size_t denied = 0;  // sends the receiver refused (policy.deny, direction receive)
+  std::size_t dropped = 0;             // sends the receiver dropped unreceived (message.drop)
   std::vector<std::string> unmatched;  // one line each
   std::vector<std::string> mismatched;  // matched by id, but bytes/tag/comm disagree
   bool message_records = false;  // false: message audit was off, nothing to reconcile
 };
-/// Matches every message.send with the message.receive (or receive-side denial) of the same
-/// (sender, receiver, message id).
+/// Matches every message.send with the message.receive (or receive-side denial, or drop) of
+/// the same (sender, receiver, message id). A message received and then dropped counts as
+/// matched: it did arrive.
 ReconcileResult reconcile(const AuditDir& dir);
 
 }  // namespace sempi::audit

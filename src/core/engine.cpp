@@ -745,6 +745,8 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 void Engine::queue_unexpected(Unexpected&& message) {
   if (!discarded_.empty() && message.source != config_.world_rank &&
       discarded(message.context, message.tag)) {
+    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                  message.msg_id);
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
     return;
   }
@@ -1307,17 +1309,10 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
                        verdict == Verdict::deny_op_context;
   if (audit::AuditLog* log = audit()) {
-    audit::MessageRecord r;
-    r.action = "policy.deny";
+    audit::MessageRecord r = message_record("policy.deny", peer, context, op, tag, bytes, msg);
+    r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
     r.success = false;
     r.reason = policy::verdict_text(verdict);
-    r.peer = peer;
-    r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
-    r.context = context;
-    r.op = op <= kMaxOpKind ? op_kind_name(static_cast<OpKind>(op)).data() : "unknown";
-    r.tag = tag;
-    r.bytes = bytes;
-    r.msg = msg;
     r.direction = direction;
     r.dry_run = !enforce;  // audit mode: logged, not enforced
     log->message(r);
@@ -1376,6 +1371,7 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
                       std::span<const int> peers, ErrorClass cls, std::string_view reason) {
   reason = reason.substr(0, kMaxWithdrawReason);
   std::lock_guard lock(mu_);
+  std::size_t notified = 0;
   for (const int rank : peers) {
     const int world = comm.world_ranks[static_cast<std::size_t>(rank)];
     if (world == config_.world_rank) continue;
@@ -1390,8 +1386,11 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
     peer->channel_->enqueue(
         header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
     flush_peer(*peer);
+    ++notified;
   }
   discard_collective(comm, sequence);
+  audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
+                   static_cast<std::uint16_t>(op), sequence, cls, reason, notified);
 }
 
 bool Engine::failed_by_withdrawal(RequestState& request, std::uint32_t context, int peer, int tag,
@@ -1440,6 +1439,8 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
     }
   }
   for (const Unexpected& message : dropped) {
+    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                  message.msg_id);
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
   }
 }
@@ -1452,8 +1453,9 @@ void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass 
   complete(request, cls, reason + " (withdrawn by rank " + std::to_string(source_world) + ")");
 }
 
-void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint32_t sequence,
-                          ErrorClass cls, const std::string& reason) {
+void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t op,
+                          std::uint32_t sequence, ErrorClass cls, const std::string& reason) {
+  audit_withdrawal("collective.withdrawn", source_world, context, op, sequence, cls, reason, 0);
   // Messages it sent before came before this frame: receives they matched are not posted_.
   bool failed_any = false;
   for (auto it = posted_.begin(); it != posted_.end();) {
@@ -1544,13 +1546,9 @@ void Engine::decide_undecided(std::uint32_t base_context) {
   }
 }
 
-void Engine::audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
-                           int tag, std::uint64_t bytes, std::uint64_t msg,
-                           std::span<const std::uint8_t> payload) {
-  audit::AuditLog* log = audit();
-  if (log == nullptr || policy() == nullptr) return;
-  const auto level = policy()->message_audit();
-  if (level == policy::MessageAudit::off) return;
+audit::MessageRecord Engine::message_record(const char* action, int peer, std::uint32_t context,
+                                            std::uint16_t op, int tag, std::uint64_t bytes,
+                                            std::uint64_t msg) const {
   const CommEntry* entry = find_entry(context);
   audit::MessageRecord r;
   r.action = action;
@@ -1561,6 +1559,44 @@ void Engine::audit_message(const char* action, int peer, std::uint32_t context, 
   r.tag = tag;
   r.bytes = bytes;
   r.msg = msg;
+  return r;
+}
+
+void Engine::audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
+                           std::uint64_t bytes, std::uint64_t msg) {
+  audit::AuditLog* log = audit();
+  if (log == nullptr) return;
+  audit::MessageRecord r = message_record("message.drop", peer, context, op, tag, bytes, msg);
+  r.success = false;
+  r.reason = "this rank left the collective";
+  log->message(r);
+}
+
+void Engine::audit_withdrawal(const char* action, int peer, std::uint32_t context, std::uint16_t op,
+                              std::uint32_t sequence, ErrorClass cls, std::string_view reason,
+                              std::size_t notified) {
+  audit::AuditLog* log = audit();
+  if (log == nullptr) return;
+  const CommEntry* entry = find_entry(context);
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+  if (peer >= 0) fields["peer"] = peer;
+  fields["comm"] = entry != nullptr ? entry->name : std::string("?");
+  fields["context"] = context;
+  fields["op"] = op <= kMaxOpKind ? op_kind_name(static_cast<OpKind>(op)) : "unknown";
+  fields["sequence"] = sequence;
+  fields["class"] = error_class_name(cls);
+  if (peer < 0) fields["notified"] = notified;
+  log->event(action, false, reason, fields);
+}
+
+void Engine::audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
+                           int tag, std::uint64_t bytes, std::uint64_t msg,
+                           std::span<const std::uint8_t> payload) {
+  audit::AuditLog* log = audit();
+  if (log == nullptr || policy() == nullptr) return;
+  const auto level = policy()->message_audit();
+  if (level == policy::MessageAudit::off) return;
+  audit::MessageRecord r = message_record(action, peer, context, op, tag, bytes, msg);
   audit::Sha256 digest{};
   if (level == policy::MessageAudit::digest) {
     digest = audit::sha256(payload);
@@ -1793,7 +1829,10 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       if (cut_off()) return errc::frame_unexpected;
       // Of a collective this rank withdrew from: dropped unanswered (a refusal is audited by
       // admit); its sender fails it on our WITHDRAWN, which it crossed, and a DENY would too.
-      if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) return {};
+      if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) {
+        e.audit_dropped(world_rank_, header.context, header.op, header.tag, header.aux, id);
+        return {};
+      }
       if (admit == Admit::deny) {
         e.send_deny(*this, id, false, last_refusal_);  // instead of CTS: the sender fails, no hang
         return {};
@@ -1909,8 +1948,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                      std::to_string(header.tag);
         return errc::frame_unexpected;
       }
-      e.on_withdrawn(world_rank_, header.context, static_cast<std::uint32_t>(header.aux >> 32),
-                     static_cast<ErrorClass>(cls), peer_text(payload));
+      e.on_withdrawn(world_rank_, header.context, header.op,
+                     static_cast<std::uint32_t>(header.aux >> 32), static_cast<ErrorClass>(cls),
+                     peer_text(payload));
       return {};
     }
     case FrameType::goodbye:

@@ -450,15 +450,28 @@ class Engine {
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   // A peer withdrew from a collective (WITHDRAWN): this rank's transfers with it in that
   // collective fail, those waiting now and those posted later.
-  void on_withdrawn(int source_world, std::uint32_t context, std::uint32_t sequence, ErrorClass cls,
-                    const std::string& reason);
+  void on_withdrawn(int source_world, std::uint32_t context, std::uint16_t op,
+                    std::uint32_t sequence, ErrorClass cls, const std::string& reason);
   // Fails `request` for a withdrawn message (RequestState::withdrawn).
   void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                       const std::string& reason);
   void decide_undecided(std::uint32_t base_context);
+  // A message record's fields (the communicator's name looked up by context).
+  audit::MessageRecord message_record(const char* action, int peer, std::uint32_t context,
+                                      std::uint16_t op, int tag, std::uint64_t bytes,
+                                      std::uint64_t msg) const;
   void audit_message(const char* action, int peer, std::uint32_t context, std::uint16_t op,
                      int tag, std::uint64_t bytes, std::uint64_t msg,
                      std::span<const std::uint8_t> payload);
+  // A message of a collective this rank left, dropped undelivered (message.drop). Audited at
+  // every message audit level, like a denial: an auditor must see why it was never received.
+  void audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
+                     std::uint64_t bytes, std::uint64_t msg);
+  // collective.withdraw / collective.withdrawn: the communicator, operation and sequence
+  // number of a collective this rank or `peer` (world rank; -1: this rank) left, and why.
+  void audit_withdrawal(const char* action, int peer, std::uint32_t context, std::uint16_t op,
+                        std::uint32_t sequence, ErrorClass cls, std::string_view reason,
+                        std::size_t notified);
   void drain_freed();
   void notify_waiters();
   void kick() noexcept;  // wakes a thread blocked in poll(); any thread, no lock needed

@@ -405,6 +405,52 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   EXPECT_NE(broken.output.find("rank-1.jsonl:3: deleted"), std::string::npos) << broken.output;
 }
 
+// Collectives one rank refuses or fails in (coll_check "abandoned"): the rank that leaves one
+// audits collective.withdraw, each member it tells audits collective.withdrawn with the
+// reason, and a message it drops unreceived is audited as dropped, so that reconcile accounts
+// for every send.
+TEST(Audit, WithdrawalsFromACollectiveAndTheMessagesDroppedForThemAreAudited) {
+  TempDir dir;
+  const fs::path policy = dir.path() / "policy.json";
+  std::ofstream(policy) << R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "audit": {"messages": "metadata"}})";
+  const fs::path audit_dir = dir.path() / "audit";
+  const auto result = run_job({SEMPIRUN_PATH, "-n", "4", "--timeout", "60", "--policy",
+                               policy.string(), "--audit-dir", audit_dir.string(),
+                               COLL_CHECK_PATH, "abandoned"},
+                              120s);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::size_t withdraws = 0;
+  std::size_t withdrawn = 0;
+  for (int r = 0; r < 4; ++r) {
+    const fs::path file = audit_dir / audit::rank_file_name(r);
+    for (const auto& w : records(file, "collective.withdraw")) {
+      ++withdraws;
+      EXPECT_EQ(w["event"]["outcome"], "failure");
+      EXPECT_FALSE(w["event"]["reason"].get<std::string>().empty()) << w.dump();
+      EXPECT_EQ(w["sempi"]["comm"], "world") << w.dump();
+      EXPECT_TRUE(w["sempi"]["sequence"].is_number()) << w.dump();
+      EXPECT_TRUE(w["sempi"]["class"].get<std::string>().starts_with("MPI_ERR_")) << w.dump();
+    }
+    for (const auto& w : records(file, "collective.withdrawn")) {
+      ++withdrawn;
+      EXPECT_NE(w["sempi"]["peer"].get<int>(), r) << w.dump();
+      EXPECT_NE(w["event"]["reason"].get<std::string>().find("rank "), std::string::npos)
+          << w.dump();
+    }
+  }
+  // gather, igather and bcast are refused by one rank and tell the three others; the reduce
+  // fails at its root, which tells the members it has transfers with.
+  EXPECT_GE(withdraws, 4u);
+  EXPECT_GE(withdrawn, 3u * 3u + 1u);
+  EXPECT_EQ(verify_text(audit_dir), "OK");
+  const auto rec = audit::reconcile(audit::load_audit_dir(audit_dir));
+  EXPECT_TRUE(rec.unmatched.empty()) << rec.unmatched.front();
+  EXPECT_TRUE(rec.mismatched.empty()) << rec.mismatched.front();
+}
+
 TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
   TempDir dir;
   const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},

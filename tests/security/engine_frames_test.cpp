@@ -214,6 +214,16 @@ FrameHeader collective_header(FrameType type, std::int32_t tag) {
   return h;
 }
 
+// The lines of an audit log's text whose event.action is `action`.
+std::vector<std::string> audit_records(const std::string& text, const std::string& action) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"action\":\"" + action + "\"") != std::string::npos) lines.push_back(line);
+  }
+  return lines;
+}
+
 // Rank 1 withdraws from collective number `sequence`.
 FrameHeader withdrawn_header(std::uint64_t error_class, std::uint32_t sequence = 0) {
   FrameHeader h = collective_header(FrameType::withdrawn, 0);
@@ -636,6 +646,15 @@ TEST(EngineFrames, AWithdrawalFailsEveryTransferWithThePeerInThatCollective) {
   // 65 collectives on: the withdrawal is gone, and a receive of that collective waits.
   EXPECT_FALSE(post_recv(kStepTag, 5 + 65)->done.load());
   EXPECT_FALSE(post_recv(kStepTag + 1, 5)->done.load());
+
+  // The audit log says who left which collective, and why (escaped as in the error).
+  const auto withdrawn = audit_records(rank0.audit_text(), "collective.withdrawn");
+  ASSERT_EQ(withdrawn.size(), 1u);
+  for (const std::string field :
+       {"\"outcome\":\"failure\"", "\"reason\":\"rank 1's part failed: policy\\\\x1b\"",
+        "\"peer\":1", "\"context\":1", "\"sequence\":5", "\"class\":\"SEMPI_ERR_POLICY\""}) {
+    EXPECT_NE(withdrawn[0].find(field), std::string::npos) << field << " in " << withdrawn[0];
+  }
 }
 
 // Messages of a collective this rank's part has left (failed, or abandoned) are dropped, those
@@ -690,6 +709,24 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   EXPECT_EQ(std::string(buffer.data()), "secret");
   EXPECT_FALSE(dropped->done.load());
   EXPECT_FALSE(dropped_rts->done.load());
+
+  // Each dropped message is audited as dropped (frames 1, 3 and 4: the queued EAGER, the
+  // later RTS and the later EAGER), and the withdrawal itself once.
+  const std::string audit = rank0.audit_text();
+  std::vector<std::string> ids;
+  for (const std::string& line : audit_records(audit, "message.drop")) {
+    EXPECT_NE(line.find("\"reason\":\"this rank left the collective\""), std::string::npos)
+        << line;
+    const auto at = line.find("\"msg\":");
+    ASSERT_NE(at, std::string::npos) << line;
+    ids.push_back(line.substr(at + 6, line.find_first_of(",}", at) - at - 6));
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"1", "3", "4"})) << audit;
+  const auto withdraw = audit_records(audit, "collective.withdraw");
+  ASSERT_EQ(withdraw.size(), 1u) << audit;
+  EXPECT_NE(withdraw[0].find("\"sequence\":5"), std::string::npos) << withdraw[0];
+  EXPECT_NE(withdraw[0].find("\"op\":\"bcast\""), std::string::npos) << withdraw[0];
+  EXPECT_NE(withdraw[0].find("\"notified\":0"), std::string::npos) << withdraw[0];
 }
 
 // Withdrawals are kept per peer up to a bound; past it the oldest goes, and a receive of that

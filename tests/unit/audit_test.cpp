@@ -908,5 +908,34 @@ TEST(AuditReconcile, MatchesSendsWithReceivesAndListsTheRest) {
   EXPECT_EQ(report["traffic"][0]["bytes"], 500);
 }
 
+TEST(AuditReconcile, ASendTheReceiverDroppedCountsAsDroppedNotUnmatched) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  // Rank 1 had left the collective of rank 0's message 1: it dropped it instead.
+  auto l = lines_of(dir.path() / "rank-1.jsonl");
+  const std::string receive = l[2];
+  auto drop = nlohmann::json::parse(l[2]);
+  ASSERT_EQ(drop["event"]["action"], "message.receive");
+  ASSERT_EQ(drop["sempi"]["msg"], 1);
+  drop["event"]["action"] = "message.drop";
+  drop["event"]["outcome"] = "failure";
+  l[2] = drop.dump();
+  write_lines(dir.path() / "rank-1.jsonl", l);
+  auto result = reconcile(load_audit_dir(dir.path()));
+  EXPECT_EQ(result.matched, 9u);
+  EXPECT_EQ(result.dropped, 1u);
+  EXPECT_TRUE(result.unmatched.empty()) << result.unmatched[0];
+  const auto report = report_json(load_audit_dir(dir.path()));
+  ASSERT_EQ(report["denials_and_failures"].size(), 1u) << report.dump();
+  EXPECT_EQ(report["denials_and_failures"][0]["action"], "message.drop");
+  // Received first, then dropped: it did arrive, so it is matched.
+  l.insert(l.begin() + 2, receive);
+  write_lines(dir.path() / "rank-1.jsonl", l);
+  result = reconcile(load_audit_dir(dir.path()));
+  EXPECT_EQ(result.matched, 10u);
+  EXPECT_EQ(result.dropped, 0u);
+  EXPECT_TRUE(result.unmatched.empty());
+}
+
 }  // namespace
 }  // namespace sempi::audit

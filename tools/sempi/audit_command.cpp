@@ -52,7 +52,8 @@ constexpr const char* kReconcileUsage =
     "\n"
     "Matches each message.send with the message.receive of the same sender, receiver and\n"
     "message id (the channel sequence number both ends know). Sends the receiver refused by\n"
-    "policy count as denied, not unmatched.\n"
+    "policy count as denied, and those it dropped because it had left their collective\n"
+    "(message.drop) as dropped, not unmatched.\n"
     "\n"
     "Exit status: 0 everything matched, 1 unmatched or inconsistent messages, 2 bad usage.\n";
 
@@ -136,14 +137,20 @@ int run_reconcile(const std::vector<std::string>& args) {
   const auto r = audit::reconcile(audit::load_audit_dir(one_dir(cli)));
   const bool clean = r.unmatched.empty() && r.mismatched.empty();
   if (cli.flag("--json")) {
-    const nlohmann::ordered_json j = {{"sends", r.sends},           {"matched", r.matched},
-                                      {"denied", r.denied},         {"unmatched", r.unmatched},
-                                      {"mismatched", r.mismatched}, {"message_records", r.message_records}};
+    const nlohmann::ordered_json j = {{"sends", r.sends},
+                                      {"matched", r.matched},
+                                      {"denied", r.denied},
+                                      {"dropped", r.dropped},
+                                      {"unmatched", r.unmatched},
+                                      {"mismatched", r.mismatched},
+                                      {"message_records", r.message_records}};
     std::printf("%s\n", terminal_json(j).c_str());
   } else {
     if (!r.message_records) std::puts("no message records (message audit is off): nothing to reconcile");
-    std::printf("%zu sends: %zu matched, %zu denied by the receiver, %zu unmatched\n", r.sends,
-                r.matched, r.denied, r.unmatched.size());
+    std::printf(
+        "%zu sends: %zu matched, %zu denied by the receiver, %zu dropped by the "
+        "receiver, %zu unmatched\n",
+        r.sends, r.matched, r.denied, r.dropped, r.unmatched.size());
     for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", printable(u).c_str());
     for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", printable(m).c_str());
   }
