@@ -28,6 +28,7 @@ void CollectiveCall::failed(ErrorClass cls, const std::string& what) const noexc
     // Denied anyway (this rank failed its checks before the policy's): every member fails
     // alike, without the number.
     if (engine.collective_denied(comm_, kind_)) return;
+    engine.collective_starting(comm_);
     const std::uint32_t sequence =
         comm_.collective_sequence.fetch_add(1, std::memory_order_relaxed);
     std::vector<int> everyone(static_cast<std::size_t>(comm_.size()));

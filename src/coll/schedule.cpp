@@ -30,9 +30,11 @@ namespace {
 // The policy decides a collective for every member alike, so all members fail here together,
 // before anything is posted and before the sequence number is taken (it stays in step).
 std::uint32_t checked_sequence(const CommState& comm, OpKind kind, const std::string& operation) {
-  if (auto reason = Runtime::get().engine().collective_denied(comm, kind)) {
+  Engine& engine = Runtime::get().engine();
+  if (auto reason = engine.collective_denied(comm, kind)) {
     throw Error(ErrorClass::policy, operation + ": " + *reason);
   }
+  engine.collective_starting(comm);
   return comm.collective_sequence.fetch_add(1, std::memory_order_relaxed);
 }
 

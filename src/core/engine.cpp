@@ -1280,6 +1280,13 @@ std::optional<std::string> Engine::collective_denied(const CommState& comm, OpKi
          "': " + policy::verdict_text(verdict);
 }
 
+void Engine::collective_starting(const CommState& comm) {
+  std::lock_guard lock(mu_);
+  if (withdrawn_.empty() && discarded_.empty()) return;
+  forget_old_withdrawals(comm.collective_context(),
+                         comm.collective_sequence.load(std::memory_order_relaxed));
+}
+
 void Engine::drain_freed() {
   std::vector<std::uint32_t> freed;
   {

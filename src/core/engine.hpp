@@ -239,6 +239,11 @@ class Engine {
   /// together: a member whose first round only receives would otherwise wait for peers whose
   /// sends were refused. Audited; nullopt in dry-run mode (the denial is logged only).
   std::optional<std::string> collective_denied(const CommState& comm, OpKind op);
+  /// A collective on `comm` takes its sequence number: the withdrawals and discards of
+  /// collectives on `comm` that far behind go (see forget_old_withdrawals). Otherwise only a
+  /// transfer would prune them, and collectives that post none (zero counts) could run 65,536
+  /// calls on until a discard's 16 tag bits matched a live collective's messages.
+  void collective_starting(const CommState& comm);
 
   /// This rank takes no further part in collective number `sequence` on `comm`: its part
   /// failed with `cls`, or its call was refused before the part began (coll/abandon.hpp).
@@ -516,7 +521,8 @@ class Engine {
   std::deque<Withdrawn> withdrawn_;
   // Collectives this rank withdrew from (withdraw): at most kMaxDiscarded (past it the
   // oldest goes, and messages for it stay queued, as before), and each only until this rank
-  // starts a transfer kDiscardWindow collectives further (forget_old_withdrawals): its
+  // starts a collective or a transfer kDiscardWindow collectives further
+  // (forget_old_withdrawals, collective_starting): its
   // messages are told apart by 16 bits of the number, and a peer may still be sending one
   // while this rank runs ahead (a bcast root, say).
   struct Discarded {
@@ -527,7 +533,7 @@ class Engine {
   static constexpr std::size_t kMaxDiscarded = 16;
   static constexpr std::int32_t kDiscardWindow = 1 << 15;
   // Drops the withdrawals for collectives on `context` more than kWithdrawnWindow older than
-  // `sequence`, one this rank is starting a transfer of, and the discards more than
+  // `sequence`, one this rank is starting (or starting a transfer of), and the discards more than
   // kDiscardWindow older: a collective that old is over, so nothing can claim them, and every
   // collective transfer searches withdrawn_. (A nonblocking collective still running that far
   // behind would then wait for its timeout, as before WITHDRAWN.)

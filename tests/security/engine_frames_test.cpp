@@ -729,6 +729,41 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   EXPECT_NE(withdraw[0].find("\"notified\":0"), std::string::npos) << withdraw[0];
 }
 
+// Withdrawals and discards go once the communicator's collectives have moved on, also when
+// none of those collectives posted a transfer (zero counts): a discard kept 65,536
+// collectives would drop the messages of the live one whose 16 tag bits it shares.
+TEST(EngineFrames, WithdrawalsAndDiscardsGoAsCollectivesStartWithoutTransfers) {
+  EngineUnderAttack rank0;
+  auto& engine = rank0.engine();
+  const auto step_tag = [](std::uint32_t sequence, int step) {
+    const std::uint32_t low = sequence & ((1u << detail::internal_tag::kScheduleSequenceBits) - 1);
+    return detail::internal_tag::kScheduleBit |
+           static_cast<int>(low << detail::internal_tag::kScheduleStepBits) | step;
+  };
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 5),
+             text_bytes("rank 1 left"));
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  engine.withdraw(*rank0.world(), detail::OpKind::bcast, 7, {}, ErrorClass::other, "");
+
+  const std::uint32_t later = 7 + (1u << 16);  // the same 16 bits as collective 7
+  ASSERT_EQ(step_tag(later, 1), step_tag(7, 1));
+  rank0.world()->collective_sequence.store(later);
+  engine.collective_starting(*rank0.world());
+
+  rank0.send(collective_header(FrameType::eager, step_tag(later, 1)), kPayload);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  std::array<char, 16> buffer{};
+  auto live = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1,
+                           step_tag(later, 1), later);
+  ASSERT_TRUE(live->done.load()) << "the live collective's message was dropped";
+  EXPECT_EQ(live->status.error, ErrorClass::success) << live->error_message;
+  EXPECT_EQ(std::string(buffer.data()), "secret");
+  auto old = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step_tag(5, 1), 5);
+  EXPECT_FALSE(old->done.load()) << "rank 1's withdrawal was kept: " << old->error_message;
+}
+
 // Withdrawals are kept per peer up to a bound; past it the oldest goes, and a receive of that
 // collective waits for its message as it would without WITHDRAWN.
 TEST(EngineFrames, WithdrawalsAreBoundedPerPeer) {
