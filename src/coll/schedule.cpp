@@ -152,6 +152,16 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   retired().push_back(shared_from_this());
 }
 
+bool Schedule::quiet() const {
+  return std::all_of(posted_.begin(), posted_.end(),
+                     [](const auto& r) { return r->done.load(std::memory_order_acquire); });
+}
+
+void Schedule::wait_until_quiet() const {
+  auto& engine = Runtime::get().engine();
+  for (const auto& r : posted_) engine.wait(*r);
+}
+
 namespace {
 
 // What went wrong with a failed transfer, without the operation's name.
@@ -193,6 +203,7 @@ void Schedule::run() {
       post_round(i);
     } catch (const std::exception& e) {
       retire_after_failure(ErrorClass::intern, failed_here(e.what()));
+      wait_until_quiet();
       throw;
     }
     for (const auto& r : posted_) {
@@ -201,6 +212,7 @@ void Schedule::run() {
         const std::string message = failure_message(operation_, *failed);
         const ErrorClass cls = failure_class(*failed);
         retire_after_failure(cls, origin_of(*failed));
+        wait_until_quiet();
         throw Error(cls, message);
       }
     }
@@ -228,14 +240,19 @@ class Schedule::Driver final : public RequestDriver {
 
   // The Request was dropped (or reassigned) before its collective finished: this rank's part
   // is abandoned. Its receives that have not matched are cancelled, and the schedule is kept
-  // alive as after a failure, so the engine never writes into freed scratch (or a freed user
-  // buffer) when the peers' messages arrive, nor sends from freed scratch.
+  // alive as after a failure, so the engine never writes into freed scratch when the peers'
+  // messages arrive, nor sends from freed scratch; the transfers already under way are waited
+  // for, since the application may free its own buffers once the request is gone.
   ~Driver() override {
     if (finished_ || Runtime::current() == nullptr) return;
     try {
-      schedule_->retire_after_failure(
-          ErrorClass::other,
-          schedule_->failed_here("its request was dropped before the collective completed"));
+      if (!retired_) {
+        schedule_->retire_after_failure(
+            ErrorClass::other,
+            schedule_->failed_here("its request was dropped before the collective completed"));
+      }
+      // The application may free its buffers once the request is gone.
+      schedule_->wait_until_quiet();
     } catch (...) {  // out of memory for the retired list: nothing better to do here
     }
   }
@@ -282,6 +299,7 @@ class Schedule::Driver final : public RequestDriver {
 
   bool advance() {
     if (finished_) return true;
+    if (retired_) return settle();
     auto& s = *schedule_;
     for (;;) {
       for (const auto& r : s.posted_) {
@@ -324,6 +342,13 @@ class Schedule::Driver final : public RequestDriver {
     state_.status.error = cls;
     state_.error_message = message;
     schedule_->retire_after_failure(cls, origin);
+    retired_ = true;
+    return settle();
+  }
+
+  // Failed: done once no transfer still uses the application's buffers (Schedule::quiet).
+  bool settle() {
+    if (!schedule_->quiet()) return false;
     finished_ = true;
     state_.done.store(true, std::memory_order_release);
     return true;
@@ -332,7 +357,8 @@ class Schedule::Driver final : public RequestDriver {
   std::shared_ptr<Schedule> schedule_;
   RequestState& state_;  // owns this driver
   std::size_t next_ = 0;  // next round to post; rounds_[next_-1] is the one in flight
-  bool finished_ = false;  // complete, or failed (and retired)
+  bool finished_ = false;  // complete, or failed (and retired) with nothing left in flight
+  bool retired_ = false;   // failed: retired, waiting for its transfers in flight (settle)
   mutable std::atomic<bool> busy_{false};  // see Exclusive
   std::vector<std::shared_ptr<RequestState>> retained_;  // finished rounds' requests (advance)
 };

@@ -109,6 +109,13 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   /// alive: the engine may still write into them when the failed collective's receives that
   /// had matched complete, or send from them.
   void retire_after_failure(ErrorClass cls, const std::string& origin);
+  /// After retire_after_failure: true once no transfer of the posted round is in flight. Its
+  /// receives that had matched, and its sends, may still write into or read from the
+  /// application's buffers until then, so the error must not reach the application before:
+  /// it may free them. Each finishes, or fails when its peer withdraws in turn.
+  [[nodiscard]] bool quiet() const;
+  /// Waits (driving progress) until quiet().
+  void wait_until_quiet() const;
   /// The communicator ranks this schedule has transfers with, each once.
   [[nodiscard]] std::vector<int> peers() const;
   /// `origin` for a failure described by `detail` that began at this rank.

@@ -26,7 +26,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 10));
 // fail at once with its error instead of waiting for the job's timeout (60 s here), and the
 // next collectives still line up (coll_check's "abandoned" checks say what each rank sees).
 TEST(Collectives, OneRankRefusingItsArgumentsFailsThoseWaitingForIt) {
-  for (const char* ranks : {"2", "4"}) {
+  for (const char* ranks : {"2", "3", "4"}) {
     const auto result = run_job({SEMPIRUN_PATH, "-n", ranks, "--timeout", "60", COLL_CHECK_PATH,
                                  "abandoned"},
                                 120s);

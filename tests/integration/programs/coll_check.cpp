@@ -895,6 +895,44 @@ void check_abandoned(const sempi::Communicator& world) {
   agree("after the failed reduce");
 }
 
+// A collective that fails on a rank while a peer's message is still streaming into the
+// application's buffer returns its error only once that message is in: the application may
+// free or reuse the buffer as soon as the call returns. Here rank 1 refuses a gather (a null
+// send buffer) after rank 2's 32 MiB block to the root has begun to arrive, by rendezvous,
+// straight into the root's receive buffer (at 3 ranks: at 4, rank 2 first waits for rank
+// 3's block and the refusal usually comes before its own). The root overwrites that part of
+// its buffer as soon as its gather fails, and the block must not land on top afterwards.
+void check_error_returns_after_transfers(const sempi::Communicator& world) {
+  const int p = world.size();
+  const int r = world.rank();
+  if (p < 3 || p > 4) return;  // the root holds p blocks
+  g_where = "gather failing while a block streams into the root's buffer";
+  constexpr int kInts = 8 * 1024 * 1024;  // 32 MiB a block: tens of milliseconds to arrive
+  std::vector<int> mine(kInts, r);
+  std::vector<int> all(r == 0 ? static_cast<std::size_t>(kInts) * static_cast<std::size_t>(p) : 0);
+  if (r == 2) {
+    auto request = world.igather<int>(mine.data(), nullptr, kInts, 0);
+    world.send(1, 1, 77);  // the block is on its way: rank 1 may refuse now
+    (void)outcome([&] { request.wait(); });
+  } else if (r == 1) {
+    int go = 0;
+    world.recv(go, 2, 77);
+    const auto [cls, what] = outcome([&] { world.gather<int>(nullptr, nullptr, kInts, 0); });
+    CHECK(cls == sempi::ErrorClass::buffer);
+  } else {
+    const auto [cls, what] =
+        outcome([&] { world.gather<int>(mine.data(), r == 0 ? all.data() : nullptr, kInts, 0); });
+    CHECK(r != 0 || cls == sempi::ErrorClass::buffer);
+    if (r == 0) std::fill_n(all.begin() + 2 * kInts, kInts, -1);  // reused at once
+  }
+  g_where = "after the gather that failed while a block streamed";
+  CHECK(world.allreduce(r, sempi::Op::sum()) == p * (p - 1) / 2);
+  if (r == 0) {
+    CHECK(std::all_of(all.begin() + 2 * kInts, all.begin() + 3 * kInts,
+                      [](int v) { return v == -1; }));
+  }
+}
+
 // Two nonblocking collectives waited for in opposite orders by different ranks: wait_all must
 // drive both at once (driving one at a time deadlocked at 4 ranks, where a barrier takes two
 // rounds and a rank's partner drives the other one first).
@@ -950,7 +988,10 @@ int main(int argc, char** argv) {
   // World, and sub-communicators of a split: two colors, ranks reversed by the key.
   const auto split = world.split(world.rank() % 2, -world.rank());
   if (all || scenario == "errors") check_errors(world);
-  if (all || scenario == "abandoned") check_abandoned(world);
+  if (all || scenario == "abandoned") {
+    check_abandoned(world);
+    check_error_returns_after_transfers(world);
+  }
   if (all || scenario == "data") {
     check_data(world, true);
     check_data(split, false);
