@@ -748,7 +748,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
                         r.sempi("dry_run") == nullptr;
       const bool drop = action == "message.drop";
       if (!send && !recv && !deny && !drop) return true;
-      result.message_records = true;
+      // Denials and drops are written at every level: only these say message audit was on.
+      if (send || recv) result.message_records = true;
       const int peer = int_field<int>(r, "peer");
       const std::int64_t id = int_field(r, "msg");
       Msg m{file.name, r.line, str_field(r, "comm"), int_field<int>(r, "tag"),

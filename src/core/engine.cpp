@@ -1395,9 +1395,10 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
     flush_peer(*peer);
     ++notified;
   }
-  discard_collective(comm, sequence);
+  // Recorded first: the drops it causes follow it in the log.
   audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
                    static_cast<std::uint16_t>(op), sequence, cls, reason, notified);
+  discard_collective(comm, sequence);
 }
 
 bool Engine::failed_by_withdrawal(RequestState& request, std::uint32_t context, int peer, int tag,
@@ -1569,10 +1570,23 @@ audit::MessageRecord Engine::message_record(const char* action, int peer, std::u
   return r;
 }
 
+bool Engine::departure_audit_allowed(int peer) {
+  Peer* p = peers_[static_cast<std::size_t>(peer)].get();
+  if (p == nullptr || p->audited_departures_ > kAuditedDeparturesPerPeer) return false;
+  if (++p->audited_departures_ <= kAuditedDeparturesPerPeer) return true;
+  if (audit::AuditLog* log = audit()) {
+    log->event("audit.limit", false,
+               "further collective.withdrawn and message.drop records for this peer are not "
+               "written",
+               {{"peer", peer}, {"limit", kAuditedDeparturesPerPeer}});
+  }
+  return false;
+}
+
 void Engine::audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
                            std::uint64_t bytes, std::uint64_t msg) {
   audit::AuditLog* log = audit();
-  if (log == nullptr) return;
+  if (log == nullptr || !departure_audit_allowed(peer)) return;
   audit::MessageRecord r = message_record("message.drop", peer, context, op, tag, bytes, msg);
   r.success = false;
   r.reason = "this rank left the collective";
@@ -1583,7 +1597,7 @@ void Engine::audit_withdrawal(const char* action, int peer, std::uint32_t contex
                               std::uint32_t sequence, ErrorClass cls, std::string_view reason,
                               std::size_t notified) {
   audit::AuditLog* log = audit();
-  if (log == nullptr) return;
+  if (log == nullptr || (peer >= 0 && !departure_audit_allowed(peer))) return;
   const CommEntry* entry = find_entry(context);
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
   if (peer >= 0) fields["peer"] = peer;
@@ -1794,7 +1808,11 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         e.owe_credit(*this, cost);
         return {};
       }
-      if (inflight_admit_ == Admit::allow) {
+      // Unless it is about to be dropped (queue_unexpected): of a collective this rank left,
+      // with no receive to take it. (One that waited before the withdrawal was received.)
+      const bool dropping =
+          !inflight_recv_ && !e.discarded_.empty() && e.discarded(header.context, header.tag);
+      if (inflight_admit_ == Admit::allow && !dropping) {
         e.audit_message("message.receive", world_rank_, header.context, header.op, header.tag,
                         header.length, header.sequence, payload);
       }
@@ -1837,7 +1855,9 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       // Of a collective this rank withdrew from: dropped unanswered (a refusal is audited by
       // admit); its sender fails it on our WITHDRAWN, which it crossed, and a DENY would too.
       if (!e.discarded_.empty() && e.discarded(header.context, header.tag)) {
-        e.audit_dropped(world_rank_, header.context, header.op, header.tag, header.aux, id);
+        if (admit != Admit::deny) {
+          e.audit_dropped(world_rank_, header.context, header.op, header.tag, header.aux, id);
+        }
         return {};
       }
       if (admit == Admit::deny) {
@@ -1953,6 +1973,15 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       if (header.flags != 0 || header.tag != 0) {
         violation_ = "WITHDRAWN with flags " + std::to_string(header.flags) + " and tag " +
                      std::to_string(header.tag);
+        return errc::frame_unexpected;
+      }
+      // A rank leaves a collective once: a second WITHDRAWN would only repeat its effect (and
+      // its audit record).
+      const auto sequence = static_cast<std::uint32_t>(header.aux >> 32);
+      if (std::any_of(e.withdrawn_.begin(), e.withdrawn_.end(), [&](const Withdrawn& w) {
+            return w.source == world_rank_ && w.context == header.context && w.sequence == sequence;
+          })) {
+        violation_ = "WITHDRAWN twice from collective " + std::to_string(sequence);
         return errc::frame_unexpected;
       }
       e.on_withdrawn(world_rank_, header.context, header.op,

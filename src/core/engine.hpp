@@ -127,6 +127,11 @@ class Engine {
   /// a compromised rank could fill the receiver's memory and disk. An honest program stops at
   /// its first refusal (its send fails).
   static constexpr std::uint32_t kRefusalsBeforeCutoff = 1000;
+  /// Records of one peer's collective departures written at most (collective.withdrawn, and
+  /// message.drop for what it sent): written at every message audit level, they would
+  /// otherwise let a peer turn a stream of small frames into audit records without bound.
+  /// An honest peer writes a few per failed collective. Past the limit one record says so.
+  static constexpr std::uint32_t kAuditedDeparturesPerPeer = 4096;
 
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
   /// launcher connection (or -1 for a singleton), owned by the caller and open for the engine's
@@ -357,6 +362,7 @@ class Engine {
     std::uint64_t credit_owed_ = 0;  // eager cost of its messages we no longer hold, unreturned
     std::string violation_;
     std::uint32_t refusals_ = 0;  // its messages the policy refused
+    std::uint32_t audited_departures_ = 0;                   // see kAuditedDeparturesPerPeer
     policy::Verdict last_refusal_ = policy::Verdict::allow;  // why its latest frame was refused
     // A violation fails the channel as soon as the frame handler returns.
     [[nodiscard]] bool cut_off() const { return !violation_.empty(); }
@@ -474,6 +480,9 @@ class Engine {
                      std::uint64_t bytes, std::uint64_t msg);
   // collective.withdraw / collective.withdrawn: the communicator, operation and sequence
   // number of a collective this rank or `peer` (world rank; -1: this rank) left, and why.
+  // True if a departure record of `peer` (world rank) may still be written; counts it, and
+  // at kAuditedDeparturesPerPeer writes the record that says no more follow.
+  bool departure_audit_allowed(int peer);
   void audit_withdrawal(const char* action, int peer, std::uint32_t context, std::uint16_t op,
                         std::uint32_t sequence, ErrorClass cls, std::string_view reason,
                         std::size_t notified);

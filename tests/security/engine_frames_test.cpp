@@ -214,6 +214,20 @@ FrameHeader collective_header(FrameType type, std::int32_t tag) {
   return h;
 }
 
+// Every rank may talk to every rank, on the communicators named `communicators` (a name or
+// "*"), in `mode` ("enforce" or "audit").
+std::shared_ptr<const policy::Policy> policy_for(const std::string& mode,
+                                                 const std::string& communicators,
+                                                 const std::string& message_audit = "off") {
+  const std::string text = R"({"version": 1, "mode": ")" + mode + R"(", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": ")" + communicators +
+                           R"(", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "limits": {}, "audit": {"messages": ")" + message_audit + R"("}})";
+  return std::make_shared<const policy::Policy>(
+      policy::Policy::compile(policy::PolicyDocument::parse(text, "test")));
+}
+
 // The lines of an audit log's text whose event.action is `action`.
 std::vector<std::string> audit_records(const std::string& text, const std::string& action) {
   std::vector<std::string> lines;
@@ -316,6 +330,12 @@ const std::vector<HostileCase>& hostile_cases() {
       {"WithdrawnAsPending",
        [](auto& r) { r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::pending)), {}); },
        "WITHDRAWN with error class " + std::to_string(static_cast<int>(ErrorClass::pending))},
+      {"WithdrawnTwice",
+       [](auto& r) {
+         r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 3), {});
+         r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy), 3), {});
+       },
+       "WITHDRAWN twice from collective 3"},
       {"WithdrawnAfterGoodbye",
        [](auto& r) {
          r.send(FT::goodbye);
@@ -711,17 +731,23 @@ TEST(EngineFrames, MessagesOfADiscardedCollectiveAreDroppedAndTheirCreditReturne
   EXPECT_FALSE(dropped_rts->done.load());
 
   // Each dropped message is audited as dropped (frames 1, 3 and 4: the queued EAGER, the
-  // later RTS and the later EAGER), and the withdrawal itself once.
+  // later RTS and the later EAGER), and the withdrawal itself once, before them.
   const std::string audit = rank0.audit_text();
-  std::vector<std::string> ids;
+  const auto ids = [&audit](const std::string& action) {
+    std::vector<std::string> out;
+    for (const std::string& line : audit_records(audit, action)) {
+      const auto at = line.find("\"msg\":");
+      if (at == std::string::npos) return std::vector<std::string>{"no msg in " + line};
+      out.push_back(line.substr(at + 6, line.find_first_of(",}", at) - at - 6));
+    }
+    return out;
+  };
+  EXPECT_EQ(ids("message.drop"), (std::vector<std::string>{"1", "3", "4"})) << audit;
   for (const std::string& line : audit_records(audit, "message.drop")) {
     EXPECT_NE(line.find("\"reason\":\"this rank left the collective\""), std::string::npos)
         << line;
-    const auto at = line.find("\"msg\":");
-    ASSERT_NE(at, std::string::npos) << line;
-    ids.push_back(line.substr(at + 6, line.find_first_of(",}", at) - at - 6));
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"1", "3", "4"})) << audit;
+  EXPECT_LT(audit.find("collective.withdraw\""), audit.find("message.drop")) << audit;
   const auto withdraw = audit_records(audit, "collective.withdraw");
   ASSERT_EQ(withdraw.size(), 1u) << audit;
   EXPECT_NE(withdraw[0].find("\"sequence\":5"), std::string::npos) << withdraw[0];
@@ -762,6 +788,66 @@ TEST(EngineFrames, WithdrawalsAndDiscardsGoAsCollectivesStartWithoutTransfers) {
   EXPECT_EQ(std::string(buffer.data()), "secret");
   auto old = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step_tag(5, 1), 5);
   EXPECT_FALSE(old->done.load()) << "rank 1's withdrawal was kept: " << old->error_message;
+}
+
+// Under message audit, a message that arrives for a collective this rank left is audited as
+// dropped only; one that was waiting when it left was received first, then dropped.
+TEST(EngineFrames, AMessageDroppedOnArrivalIsNotAuditedAsReceived) {
+  EngineUnderAttack rank0({}, policy_for("enforce", "*", "metadata"));
+  rank0.engine().register_comm(*rank0.world());
+  auto step = [](int tag) {
+    FrameHeader h = collective_header(FrameType::eager, tag);
+    h.op = static_cast<std::uint16_t>(detail::OpKind::bcast);
+    return h;
+  };
+  rank0.send(step(kStepTag), kPayload);  // frame 1: waits as unexpected
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  rank0.engine().withdraw(*rank0.world(), detail::OpKind::bcast, 0, {}, ErrorClass::other, "");
+  rank0.send(step(kStepTag + 1), kPayload);  // frame 2: arrives after
+  rank0.send(FrameType::eager, kPayload);    // frame 3, point-to-point: all before it are read
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  const std::string audit = rank0.audit_text();
+  const auto msgs = [&audit](const std::string& action) {
+    std::string out;
+    for (const std::string& line : audit_records(audit, action)) {
+      const auto at = line.find("\"msg\":");
+      if (at == std::string::npos) return "no msg in " + line;
+      out += line.substr(at + 6, line.find_first_of(",}", at) - at - 6) + ' ';
+    }
+    return out;
+  };
+  EXPECT_EQ(msgs("message.receive"), "1 3 ") << audit;
+  EXPECT_EQ(msgs("message.drop"), "1 2 ") << audit;
+}
+
+// A peer cannot turn a stream of WITHDRAWN frames into audit records without bound: past
+// kAuditedDeparturesPerPeer, one record says that no more follow.
+TEST(EngineFrames, DepartureRecordsOfAPeerAreBounded) {
+  EngineUnderAttack rank0;
+  const std::uint32_t limit = detail::Engine::kAuditedDeparturesPerPeer;
+  for (std::uint32_t first = 0; first < limit + 10; first += 100) {
+    std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> batch;
+    for (std::uint32_t s = first; s < first + 100; ++s) {
+      batch.emplace_back(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::other), s),
+                         std::vector<std::uint8_t>{});
+    }
+    rank0.send_together(std::move(batch));
+  }
+  rank0.send(FrameType::eager, kPayload);  // point-to-point, after all of them
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  const std::string audit = rank0.audit_text();
+  EXPECT_EQ(audit_records(audit, "collective.withdrawn").size(), limit);
+  const auto note = audit_records(audit, "audit.limit");
+  ASSERT_EQ(note.size(), 1u);
+  EXPECT_NE(note[0].find("\"peer\":1"), std::string::npos) << note[0];
+  EXPECT_EQ(audit.find("peer.failure"), std::string::npos) << "an honest-looking peer was cut off";
 }
 
 // Withdrawals are kept per peer up to a bound; past it the oldest goes, and a receive of that
@@ -942,18 +1028,6 @@ TEST(EngineFrames, SplitRefusesATableThatAltersThisRanksEntry) {
   EXPECT_NE(error.find("altered this rank's color or key"), std::string::npos) << error;
 }
 
-// Every rank may talk to every rank, on the communicators named `communicators` (a name or
-// "*"), in `mode` ("enforce" or "audit").
-std::shared_ptr<const policy::Policy> policy_for(const std::string& mode,
-                                                 const std::string& communicators) {
-  const std::string text = R"({"version": 1, "mode": ")" + mode + R"(", "on_violation": "drop",
-    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": ")" + communicators +
-                           R"(", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "limits": {}, "audit": {"messages": "off"}})";
-  return std::make_shared<const policy::Policy>(
-      policy::Policy::compile(policy::PolicyDocument::parse(text, "test")));
-}
 
 // Messages for a communicator not created here yet are decided when it is; refused then, they
 // count towards the hostile cut-off like refusals decided on arrival.
