@@ -136,6 +136,13 @@ std::vector<int> Schedule::peers() const {
 }
 
 void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
+  if (retired_) return;  // a rank leaves a collective once: peers refuse a second WITHDRAWN
+  {
+    // First, so that running out of memory here leaves nothing done (a later call retries).
+    std::lock_guard lock(g_retired_mu);
+    retired().push_back(shared_from_this());
+  }
+  retired_ = true;
   ++t_schedules_retired;
   auto& engine = Runtime::get().engine();
   for (const auto& r : posted_) {
@@ -148,8 +155,6 @@ void Schedule::retire_after_failure(ErrorClass cls, const std::string& origin) {
   } catch (...) {
     // Out of memory: the peers then wait for their timeout, as they would without WITHDRAWN.
   }
-  std::lock_guard lock(g_retired_mu);
-  retired().push_back(shared_from_this());
 }
 
 bool Schedule::quiet() const {

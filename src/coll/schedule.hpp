@@ -112,7 +112,9 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   /// After retire_after_failure: true once no transfer of the posted round is in flight. Its
   /// receives that had matched, and its sends, may still write into or read from the
   /// application's buffers until then, so the error must not reach the application before:
-  /// it may free them. Each finishes, or fails when its peer withdraws in turn.
+  /// it may free them. Those left are under way (retiring cancelled the receives not matched
+  /// and, by withdrawing, the rendezvous sends without a CTS): each finishes, or fails with
+  /// its peer, without waiting for the peer's next call.
   [[nodiscard]] bool quiet() const;
   /// Waits (driving progress) until quiet().
   void wait_until_quiet() const;
@@ -130,6 +132,7 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   std::vector<Round> rounds_;
   std::vector<std::unique_ptr<std::byte[]>> scratch_;
   std::vector<std::shared_ptr<RequestState>> posted_;  // the current round's requests
+  bool retired_ = false;                               // retire_after_failure ran (it runs once)
   std::size_t posted_round_ = SIZE_MAX;  // index of the last round posted (none yet: SIZE_MAX)
 };
 

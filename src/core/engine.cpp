@@ -1394,6 +1394,11 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
         header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
     flush_peer(*peer);
     ++notified;
+    // Its rendezvous sends without a CTS yet have read nothing: cancelled, not waited for
+    // (the peer drops their RTS, or fails the receive that matched one, on the WITHDRAWN).
+    for (const auto& request : take_sends_awaiting_cts(*peer, header.context, sequence)) {
+      complete(*request, cls, std::string(reason));
+    }
   }
   // Recorded first: the drops it causes follow it in the log.
   audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
@@ -1453,6 +1458,28 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
   }
 }
 
+std::vector<std::shared_ptr<RequestState>> Engine::take_sends_awaiting_cts(Peer& peer,
+                                                                           std::uint32_t context,
+                                                                           std::uint32_t sequence) {
+  std::vector<std::shared_ptr<RequestState>> taken;
+  auto& sends = peer.send_rendezvous_;
+  for (auto it = sends.begin(); it != sends.end();) {
+    if (it->second.context == context && it->second.sequence == sequence &&
+        internal_tag::is_schedule_tag(it->second.tag)) {
+      taken.push_back(std::move(it->second.request));
+      // A CTS or DENY that crossed the WITHDRAWN is then no violation (forget_withdrawn_send).
+      if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
+        peer.withdrawn_sends_.pop_front();
+      }
+      peer.withdrawn_sends_.push_back(it->first);
+      it = sends.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return taken;
+}
+
 void Engine::fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                             const std::string& reason) {
   // The reason is the peer's account, relayed as it came; which peer relayed it is added.
@@ -1481,20 +1508,42 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
   // Sends to the peer that wait for its CTS: it will never send one. (A CTS it sent came
   // before this frame, and took its send out of send_rendezvous_.)
   Peer& peer = *peers_[static_cast<std::size_t>(source_world)];
-  auto& sends = peer.send_rendezvous_;
-  for (auto it = sends.begin(); it != sends.end();) {
-    if (it->second.context == context && it->second.sequence == sequence &&
-        internal_tag::is_schedule_tag(it->second.tag)) {
-      fail_withdrawn(*it->second.request, source_world, cls, reason);
-      if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
-        peer.withdrawn_sends_.pop_front();
-      }
-      peer.withdrawn_sends_.push_back(it->first);
-      it = sends.erase(it);
+  for (const auto& request : take_sends_awaiting_cts(peer, context, sequence)) {
+    fail_withdrawn(*request, source_world, cls, reason);
+    failed_any = true;
+  }
+  // Its rendezvous sends that had no CTS when it withdrew are cancelled (withdraw): their RTS
+  // waiting here go, and a receive that matched one, whose CTS crossed the WITHDRAWN, gets no
+  // data. (Data for a CTS it had before came before this frame, and completed the receive.)
+  for (auto it = peer.recv_rendezvous_.begin(); it != peer.recv_rendezvous_.end();) {
+    const RecvRendezvous& transfer = it->second;
+    if (transfer.context == context && transfer.request->sequence == sequence &&
+        internal_tag::is_schedule_tag(transfer.tag)) {
+      audit_dropped(source_world, context, transfer.op, transfer.tag, transfer.total, it->first,
+                    kDroppedSenderLeft);
+      auto request = std::move(it->second.request);
+      it = peer.recv_rendezvous_.erase(it);
+      fail_withdrawn(*request, source_world, cls, reason);
       failed_any = true;
     } else {
       ++it;
     }
+  }
+  const std::uint32_t low = sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1);
+  std::list<Unexpected> cancelled;
+  for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+    if (it->rendezvous && it->source == source_world && it->context == context &&
+        internal_tag::is_schedule_tag(it->tag) &&
+        internal_tag::schedule_tag_sequence(it->tag) == low) {
+      cancelled.splice(cancelled.end(), unexpected_, it++);
+    } else {
+      ++it;
+    }
+  }
+  for (const Unexpected& message : cancelled) {
+    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                  message.msg_id, kDroppedSenderLeft);
+    release_unexpected(peer, message);
   }
   if (failed_any) wake_sleeping_poller();  // a waiter may be another thread, asleep in poll()
   // For the transfers with it in that collective this rank posts later.
@@ -1584,12 +1633,12 @@ bool Engine::departure_audit_allowed(int peer) {
 }
 
 void Engine::audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
-                           std::uint64_t bytes, std::uint64_t msg) {
+                           std::uint64_t bytes, std::uint64_t msg, const char* reason) {
   audit::AuditLog* log = audit();
   if (log == nullptr || !departure_audit_allowed(peer)) return;
   audit::MessageRecord r = message_record("message.drop", peer, context, op, tag, bytes, msg);
   r.success = false;
-  r.reason = "this rank left the collective";
+  r.reason = reason;
   log->message(r);
 }
 

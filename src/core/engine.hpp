@@ -463,6 +463,11 @@ class Engine {
   // collective fail, those waiting now and those posted later.
   void on_withdrawn(int source_world, std::uint32_t context, std::uint16_t op,
                     std::uint32_t sequence, ErrorClass cls, const std::string& reason);
+  // Takes the rendezvous sends to `peer` in collective `sequence` on `context` that wait for
+  // its CTS out of send_rendezvous_, remembering their ids (Peer::withdrawn_sends_).
+  std::vector<std::shared_ptr<RequestState>> take_sends_awaiting_cts(Peer& peer,
+                                                                     std::uint32_t context,
+                                                                     std::uint32_t sequence);
   // Fails `request` for a withdrawn message (RequestState::withdrawn).
   void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                       const std::string& reason);
@@ -477,7 +482,9 @@ class Engine {
   // A message of a collective this rank left, dropped undelivered (message.drop). Audited at
   // every message audit level, like a denial: an auditor must see why it was never received.
   void audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
-                     std::uint64_t bytes, std::uint64_t msg);
+                     std::uint64_t bytes, std::uint64_t msg, const char* reason = kDroppedLeftHere);
+  static constexpr const char* kDroppedLeftHere = "this rank left the collective";
+  static constexpr const char* kDroppedSenderLeft = "the sender left the collective";
   // collective.withdraw / collective.withdrawn: the communicator, operation and sequence
   // number of a collective this rank or `peer` (world rank; -1: this rank) left, and why.
   // True if a departure record of `peer` (world rank) may still be written; counts it, and

@@ -50,7 +50,9 @@ enum class FrameType : std::uint8_t {
   // `aux`: the failure's ErrorClass (low 32 bits) and the collective's sequence number (high
   // 32 bits); tag 0; payload: a short UTF-8 reason. The receiver fails its transfers with the
   // sender in that collective that wait for the sender (receives, and rendezvous sends before
-  // its CTS), and those it posts later.
+  // its CTS), and those it posts later. The sender cancels its own rendezvous sends there that
+  // had no CTS yet, so no DATA follows the frame: the receiver drops their RTS, and fails a
+  // receive that matched one (its CTS crossed the frame).
   withdrawn = 12,
 };
 inline constexpr std::uint8_t kMaxFrameType = 12;

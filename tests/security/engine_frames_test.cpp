@@ -790,6 +790,73 @@ TEST(EngineFrames, WithdrawalsAndDiscardsGoAsCollectivesStartWithoutTransfers) {
   EXPECT_FALSE(old->done.load()) << "rank 1's withdrawal was kept: " << old->error_message;
 }
 
+// A rank that withdraws cancels its rendezvous sends in that collective still waiting for a
+// CTS: they have read nothing from the application's buffer, and waiting for them would wait
+// for the peer to reach that receive. A CTS that crossed the WITHDRAWN is ignored; no DATA.
+TEST(EngineFrames, WithdrawingCancelsTheRendezvousSendsWithoutACts) {
+  EngineUnderAttack rank0;
+  auto& engine = rank0.engine();
+  const std::vector<std::uint8_t> large(detail::EngineConfig{}.eager_limit + 1, 'L');
+  auto send = engine.isend(*rank0.world(), detail::OpKind::bcast, large.data(), large.size(), 1,
+                           kStepTag, false, 5);
+  auto other = engine.isend(*rank0.world(), detail::OpKind::bcast, large.data(), large.size(), 1,
+                            kStepTag, false, 6);
+  std::uint64_t sequence = 1;  // 0 was HELLO
+  std::vector<std::uint8_t> payload;
+  FrameHeader rts;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &rts));
+  ASSERT_EQ(rts.type, FrameType::rts);
+  FrameHeader other_rts;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &other_rts));
+  std::array<int, 1> peers{1};
+  engine.withdraw(*rank0.world(), detail::OpKind::bcast, 5, peers, ErrorClass::buffer, "left");
+  ASSERT_TRUE(send->done.load());
+  EXPECT_EQ(send->status.error, ErrorClass::buffer);
+  EXPECT_FALSE(other->done.load());
+  FrameHeader withdrawn;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &withdrawn));
+  EXPECT_EQ(withdrawn.type, FrameType::withdrawn);
+
+  rank0.send(FrameType::cts, {}, rts.sequence);  // crossed the WITHDRAWN: ignored
+  rank0.send(FrameType::cts, {}, other_rts.sequence);
+  FrameHeader data;
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &data));
+  EXPECT_EQ(data.type, FrameType::data);
+  EXPECT_EQ(data.aux, other_rts.sequence) << "data went out for the cancelled send";
+}
+
+// A peer's WITHDRAWN also cancels its rendezvous sends that had no CTS: their RTS waiting here
+// are dropped, and a receive that matched one (its CTS crossed the WITHDRAWN) fails instead of
+// waiting for data that will not come. Both are audited as dropped.
+TEST(EngineFrames, AWithdrawalDropsThePeersUnansweredRendezvousMessages) {
+  EngineUnderAttack rank0;
+  auto& engine = rank0.engine();
+  // Collective 5's tags, as its schedule makes them.
+  const int step1 = kStepTag | (5 << detail::internal_tag::kScheduleStepBits);
+  const int step2 = step1 + 1;
+  std::array<char, 16> buffer{};
+  auto matched = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step1, 5);
+  FrameHeader rts = collective_header(FrameType::rts, step1);
+  rts.aux = 1 << 20;
+  rank0.send(rts, {});  // frame 1: matched, CTS sent
+  FrameHeader queued = collective_header(FrameType::rts, step2);
+  queued.aux = 1 << 20;
+  rank0.send(queued, {});  // frame 2: waits as unexpected
+  rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::buffer), 5),
+             text_bytes("rank 1 left"));
+  rank0.wait(*matched);
+  EXPECT_EQ(matched->status.error, ErrorClass::buffer);
+  auto later = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step2, 5);
+  ASSERT_TRUE(later->done.load()) << "the dropped RTS was matched";
+  EXPECT_EQ(later->status.error, ErrorClass::buffer);
+  const auto drops = audit_records(rank0.audit_text(), "message.drop");
+  ASSERT_EQ(drops.size(), 2u);
+  for (const auto& line : drops) {
+    EXPECT_NE(line.find("\"reason\":\"the sender left the collective\""), std::string::npos)
+        << line;
+  }
+}
+
 // Under message audit, a message that arrives for a collective this rank left is audited as
 // dropped only; one that was waiting when it left was received first, then dropped.
 TEST(EngineFrames, AMessageDroppedOnArrivalIsNotAuditedAsReceived) {

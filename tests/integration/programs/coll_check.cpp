@@ -973,6 +973,28 @@ void check_dropped_request(const sempi::Communicator& world) {
               std::string::npos);
   }
   pair.barrier();  // the pair's collectives still line up
+
+  // The same with the dropping rank as the root of a block too large to go eagerly: its send
+  // waits for a CTS the other rank will send only after the go-ahead, which comes after the
+  // drop. Dropping the request cancels that send (it has read nothing) instead of waiting.
+  g_where = "dropped request at the root";
+  constexpr int kLarge = 256 * 1024;
+  if (pair.rank() == 0) {
+    {
+      std::vector<int> block(kLarge, 3);
+      auto abandoned = pair.ibcast(block.data(), kLarge, 0);
+    }
+    pair.send(1, 1, 6);
+  } else {
+    int go = 0;
+    pair.recv(go, 0, 6);
+    std::vector<int> data(kLarge, 0);
+    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), kLarge, 0); });
+    CHECK(cls == sempi::ErrorClass::other &&
+          what.find("its request was dropped before the collective completed") !=
+              std::string::npos);
+  }
+  pair.barrier();
 }
 
 }  // namespace
