@@ -737,6 +737,7 @@ ReconcileResult reconcile(const AuditDir& dir) {
   std::map<Key, Msg> receives;
   std::map<Key, Msg> denials;
   std::map<Key, Msg> drops;
+  std::set<std::pair<int, int>> limited;  // (receiver, sender): audit.limit written
   ReconcileResult result;
   for (const auto& [rank, file] : dir.ranks) {
     for_each_record(file, [&, rank = rank, &file = file](const Record& r) {
@@ -747,6 +748,7 @@ ReconcileResult reconcile(const AuditDir& dir) {
       const bool deny = action == "policy.deny" && str_field(r, "direction") == "receive" &&
                         r.sempi("dry_run") == nullptr;
       const bool drop = action == "message.drop";
+      if (action == "audit.limit") limited.insert({rank, int_field<int>(r, "peer")});
       if (!send && !recv && !deny && !drop) return true;
       // Denials and drops are written at every level: only these say message audit was on.
       if (send || recv) result.message_records = true;
@@ -781,6 +783,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
       ++result.denied;
     } else if (drops.count(key) != 0) {
       ++result.dropped;
+    } else if (limited.count({std::get<1>(key), std::get<0>(key)}) != 0) {
+      ++result.past_audit_limit;
     } else {
       result.unmatched.push_back("sent, never received: " + describe(key, send));
     }

@@ -121,6 +121,9 @@ struct ReconcileResult {
   std::size_t matched = 0;
   std::size_t denied = 0;  // sends the receiver refused (policy.deny, direction receive)
   std::size_t dropped = 0;             // sends the receiver dropped unreceived (message.drop)
+  // Sends without a receive, to a receiver that stopped writing drop records for that sender
+  // (audit.limit): perhaps dropped, not recorded.
+  std::size_t past_audit_limit = 0;
   std::vector<std::string> unmatched;  // one line each
   std::vector<std::string> mismatched;  // matched by id, but bytes/tag/comm disagree
   bool message_records = false;  // false: message audit was off, nothing to reconcile

@@ -929,6 +929,18 @@ TEST(AuditReconcile, ASendTheReceiverDroppedCountsAsDroppedNotUnmatched) {
   ASSERT_EQ(report["denials_and_failures"].size(), 1u) << report.dump();
   EXPECT_EQ(report["denials_and_failures"][0]["action"], "message.drop");
   // Received first, then dropped: it did arrive, so it is matched.
+  // Past the receiver's audit limit for that sender, a send without any record is counted
+  // apart: the drop may have happened unrecorded.
+  auto limit = nlohmann::json::parse(l[2]);
+  limit["event"]["action"] = "audit.limit";
+  limit["sempi"] = {{"peer", 0}, {"rank", 1}};
+  l[2] = limit.dump();
+  write_lines(dir.path() / "rank-1.jsonl", l);
+  result = reconcile(load_audit_dir(dir.path()));
+  EXPECT_EQ(result.past_audit_limit, 1u);
+  EXPECT_EQ(result.dropped, 0u);
+  EXPECT_TRUE(result.unmatched.empty()) << result.unmatched[0];
+  l[2] = drop.dump();
   l.insert(l.begin() + 2, receive);
   write_lines(dir.path() / "rank-1.jsonl", l);
   result = reconcile(load_audit_dir(dir.path()));

@@ -53,7 +53,8 @@ constexpr const char* kReconcileUsage =
     "Matches each message.send with the message.receive of the same sender, receiver and\n"
     "message id (the channel sequence number both ends know). Sends the receiver refused by\n"
     "policy count as denied, and those it dropped because it had left their collective\n"
-    "(message.drop) as dropped, not unmatched.\n"
+    "(message.drop) as dropped, not unmatched. Sends without a receive record to a receiver\n"
+    "that had stopped recording drops from that sender (audit.limit) are counted apart.\n"
     "\n"
     "Exit status: 0 everything matched, 1 unmatched or inconsistent messages, 2 bad usage.\n";
 
@@ -141,6 +142,7 @@ int run_reconcile(const std::vector<std::string>& args) {
                                       {"matched", r.matched},
                                       {"denied", r.denied},
                                       {"dropped", r.dropped},
+                                      {"past_audit_limit", r.past_audit_limit},
                                       {"unmatched", r.unmatched},
                                       {"mismatched", r.mismatched},
                                       {"message_records", r.message_records}};
@@ -151,6 +153,12 @@ int run_reconcile(const std::vector<std::string>& args) {
         "%zu sends: %zu matched, %zu denied by the receiver, %zu dropped by the "
         "receiver, %zu unmatched\n",
         r.sends, r.matched, r.denied, r.dropped, r.unmatched.size());
+    if (r.past_audit_limit > 0) {
+      std::printf(
+          "%zu more sends have no receive record, to receivers past their audit limit "
+          "for that sender (audit.limit): dropped perhaps, not recorded\n",
+          r.past_audit_limit);
+    }
     for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", printable(u).c_str());
     for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", printable(m).c_str());
   }
