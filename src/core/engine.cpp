@@ -520,6 +520,10 @@ void Engine::deliver_unexpected_to(Unexpected& message,
                    : peers_[static_cast<std::size_t>(message.source)].get();
   if (message.rendezvous) {
     if (peer != nullptr) release_unexpected(*peer, message);
+    if (message.withdrawn != ErrorClass::success) {  // its sender cancelled it (on_withdrawn)
+      fail_withdrawn(*request, message.source, message.withdrawn, message.withdrawn_reason);
+      return;
+    }
     if (peer == nullptr || peer->failed_) {
       complete(*request, ErrorClass::peer_failed,
                "rank " + std::to_string(message.source) + " failed before sending its data");
@@ -1384,6 +1388,10 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
     if (world == config_.world_rank) continue;
     Peer* peer = peers_[static_cast<std::size_t>(world)].get();
     if (peer == nullptr || peer->failed_ || !peer->channel_) continue;
+    // Its rendezvous sends without a CTS yet have read nothing: cancelled, not waited for
+    // (the peer drops their RTS, or fails the receive that matched one, on the WITHDRAWN).
+    // Taken first: out of memory here, nothing has told the peer yet.
+    const auto cancelled = take_sends_awaiting_cts(*peer, comm.collective_context(), sequence);
     FrameHeader header;
     header.type = FrameType::withdrawn;
     header.op = static_cast<std::uint16_t>(op);
@@ -1394,11 +1402,7 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
         header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
     flush_peer(*peer);
     ++notified;
-    // Its rendezvous sends without a CTS yet have read nothing: cancelled, not waited for
-    // (the peer drops their RTS, or fails the receive that matched one, on the WITHDRAWN).
-    for (const auto& request : take_sends_awaiting_cts(*peer, header.context, sequence)) {
-      complete(*request, cls, std::string(reason));
-    }
+    for (const auto& request : cancelled) complete(*request, cls, std::string(reason));
   }
   // Recorded first: the drops it causes follow it in the log.
   audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
@@ -1452,8 +1456,10 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
     }
   }
   for (const Unexpected& message : dropped) {
-    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
-                  message.msg_id);
+    if (message.withdrawn == ErrorClass::success) {  // a tombstone's drop is audited already
+      audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                    message.msg_id);
+    }
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
   }
 }
@@ -1469,6 +1475,8 @@ std::vector<std::shared_ptr<RequestState>> Engine::take_sends_awaiting_cts(Peer&
       taken.push_back(std::move(it->second.request));
       // A CTS or DENY that crossed the WITHDRAWN is then no violation (forget_withdrawn_send).
       if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
+        peer.withdrawn_sends_evicted_ =
+            std::max(peer.withdrawn_sends_evicted_, peer.withdrawn_sends_.front());
         peer.withdrawn_sends_.pop_front();
       }
       peer.withdrawn_sends_.push_back(it->first);
@@ -1529,21 +1537,18 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
       ++it;
     }
   }
+  // Its RTS waiting here stay, as tombstones: a receive that matches one fails with this
+  // withdrawal's class and reason (deliver_unexpected_to).
   const std::uint32_t low = sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1);
-  std::list<Unexpected> cancelled;
-  for (auto it = unexpected_.begin(); it != unexpected_.end();) {
-    if (it->rendezvous && it->source == source_world && it->context == context &&
-        internal_tag::is_schedule_tag(it->tag) &&
-        internal_tag::schedule_tag_sequence(it->tag) == low) {
-      cancelled.splice(cancelled.end(), unexpected_, it++);
-    } else {
-      ++it;
+  for (Unexpected& message : unexpected_) {
+    if (message.rendezvous && message.source == source_world && message.context == context &&
+        message.withdrawn == ErrorClass::success && internal_tag::is_schedule_tag(message.tag) &&
+        internal_tag::schedule_tag_sequence(message.tag) == low) {
+      message.withdrawn = cls;
+      message.withdrawn_reason = reason;
+      audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                    message.msg_id, kDroppedSenderLeft);
     }
-  }
-  for (const Unexpected& message : cancelled) {
-    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
-                  message.msg_id, kDroppedSenderLeft);
-    release_unexpected(peer, message);
   }
   if (failed_any) wake_sleeping_poller();  // a waiter may be another thread, asleep in poll()
   // For the transfers with it in that collective this rank posts later.
@@ -1821,7 +1826,7 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
 
 bool Engine::Peer::forget_withdrawn_send(std::uint64_t id) {
   const auto it = std::find(withdrawn_sends_.begin(), withdrawn_sends_.end(), id);
-  if (it == withdrawn_sends_.end()) return false;
+  if (it == withdrawn_sends_.end()) return id != 0 && id <= withdrawn_sends_evicted_;
   withdrawn_sends_.erase(it);
   return true;
 }

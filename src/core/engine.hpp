@@ -266,7 +266,9 @@ class Engine {
   /// giving its sender's credit back. Otherwise they would hold credit and memory, and one
   /// could match a collective 65,536 calls later. A dropped RTS gets no answer (no CTS, no
   /// DENY): its sender's send fails on this rank's WITHDRAWN. Both happen under one lock, so
-  /// nothing of the collective is admitted in between.
+  /// nothing of the collective is admitted in between. This rank's own rendezvous sends to
+  /// them in that collective that have no CTS yet are cancelled (failed with `cls`): they
+  /// have read nothing, and no DATA may follow the frame (see on_withdrawn).
   void withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
                 std::span<const int> peers, ErrorClass cls, std::string_view reason);
   static constexpr std::size_t kMaxWithdrawReason = 512;
@@ -289,6 +291,11 @@ class Engine {
     std::uint64_t msg_id = 0;  // channel sequence of the EAGER/RTS frame (audit)
     bool undecided = false;    // arrived before its communicator existed here: see above
     policy::Verdict refusal = policy::Verdict::allow;  // why it was refused, when it was
+    // An RTS whose sender then withdrew from its collective, cancelling the send (success:
+    // not withdrawn). Kept as a tombstone: a receive that matches it fails with the sender's
+    // class and reason, even after the withdrawal itself is forgotten (withdrawn_).
+    ErrorClass withdrawn = ErrorClass::success;
+    std::string withdrawn_reason;
     std::uint64_t arrival = 0;  // order of arrival (queue_unexpected); 0 until first queued
 
     /// What this entry holds against its peer's unexpected budget: its payload plus a fixed
@@ -379,12 +386,15 @@ class Engine {
     std::vector<std::uint8_t> scratch_;
     std::unordered_map<std::uint64_t, RecvRendezvous> recv_rendezvous_;
     std::unordered_map<std::uint64_t, SendRendezvous> send_rendezvous_;
-    // Rendezvous sends a WITHDRAWN of this peer failed (Engine::on_withdrawn), newest last, at
-    // most kMaxWithdrawnSends: a DENY or CTS of the peer's that crossed the WITHDRAWN may
-    // still come for one, and is no violation.
+    // Rendezvous sends to this peer ended by a withdrawal, its (Engine::on_withdrawn) or this
+    // rank's (Engine::withdraw, which cancels those without a CTS), newest last, at most
+    // kMaxWithdrawnSends: a DENY or CTS of the peer's that crossed the WITHDRAWN may still
+    // come for one, and is no violation. Ids only grow (channel sequence numbers), so one at
+    // or below the newest id pushed out is taken for such a late answer too.
     std::deque<std::uint64_t> withdrawn_sends_;
+    std::uint64_t withdrawn_sends_evicted_ = 0;  // the newest id pushed out (0: none)
     static constexpr std::size_t kMaxWithdrawnSends = 64;
-    // Takes `id` out of withdrawn_sends_: true if it was there.
+    // Takes `id` out of withdrawn_sends_: true if it was there, or is that old.
     bool forget_withdrawn_send(std::uint64_t id);
     std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> awaiting_sync_;
     Admit inflight_admit_ = Admit::allow;  // policy decision for the frame being read

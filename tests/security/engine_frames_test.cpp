@@ -823,6 +823,32 @@ TEST(EngineFrames, WithdrawingCancelsTheRendezvousSendsWithoutACts) {
   ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &data));
   EXPECT_EQ(data.type, FrameType::data);
   EXPECT_EQ(data.aux, other_rts.sequence) << "data went out for the cancelled send";
+  while (data.flags == 0) ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &data));
+
+  // More cancelled sends than the ids kept: a CTS for the oldest is still no violation.
+  std::vector<std::shared_ptr<detail::RequestState>> many;
+  std::vector<std::uint64_t> ids;
+  const std::size_t count = 66;  // more than the 64 ids a peer keeps (kMaxWithdrawnSends)
+  for (std::size_t i = 0; i < count; ++i) {
+    many.push_back(engine.isend(*rank0.world(), detail::OpKind::bcast, large.data(),
+                                large.size(), 1, kStepTag, false, 7));
+    FrameHeader h;
+    ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &h));
+    ASSERT_EQ(h.type, FrameType::rts);
+    ids.push_back(h.sequence);
+  }
+  engine.withdraw(*rank0.world(), detail::OpKind::bcast, 7, peers, ErrorClass::buffer, "left");
+  for (const auto& request : many) EXPECT_TRUE(request->done.load());
+  ASSERT_TRUE(rank0.client().read_frame(payload, sequence++, &withdrawn));
+  EXPECT_EQ(withdrawn.type, FrameType::withdrawn);
+  rank0.send(FrameType::cts, {}, ids.front());
+  rank0.send(FrameType::cts, {}, ids.back());
+  // The peer is still healthy: its next message, read after both CTS, is received.
+  std::array<char, 16> buffer{};
+  auto after = engine.irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.send(FrameType::eager, kPayload);
+  rank0.wait(*after);
+  EXPECT_EQ(after->status.error, ErrorClass::success) << after->error_message;
 }
 
 // A peer's WITHDRAWN also cancels its rendezvous sends that had no CTS: their RTS waiting here
@@ -846,9 +872,17 @@ TEST(EngineFrames, AWithdrawalDropsThePeersUnansweredRendezvousMessages) {
              text_bytes("rank 1 left"));
   rank0.wait(*matched);
   EXPECT_EQ(matched->status.error, ErrorClass::buffer);
+  // Its RTS stays as a tombstone: a receive posted later fails with the withdrawal's error,
+  // also once the withdrawal itself is forgotten (here pushed out by 8 later ones).
+  for (std::uint32_t s = 6; s < 6 + detail::Engine::kMaxWithdrawnPerPeer; ++s) {
+    rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::other), s), {});
+  }
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
   auto later = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step2, 5);
-  ASSERT_TRUE(later->done.load()) << "the dropped RTS was matched";
+  ASSERT_TRUE(later->done.load()) << "the cancelled RTS was matched";
   EXPECT_EQ(later->status.error, ErrorClass::buffer);
+  EXPECT_NE(later->error_message.find("rank 1 left"), std::string::npos) << later->error_message;
   const auto drops = audit_records(rank0.audit_text(), "message.drop");
   ASSERT_EQ(drops.size(), 2u);
   for (const auto& line : drops) {
