@@ -304,8 +304,10 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
     }
   }
   // Complete eager messages already received stay receivable; rendezvous ones cannot finish.
-  unexpected_.remove_if(
-      [&](const Unexpected& m) { return m.source == peer.world_rank_ && m.rendezvous; });
+  // (A withdrawn RTS stays too: a receive that matches it fails with the withdrawal's error.)
+  unexpected_.remove_if([&](const Unexpected& m) {
+    return m.source == peer.world_rank_ && m.rendezvous && m.withdrawn == ErrorClass::success;
+  });
   // The channel may be on the call stack (a frame handler failed it): close it after this
   // progress round. Closing completes its queued sends with the channel's error.
   if (peer.channel_) closed_channels_.push_back(std::move(peer.channel_));
@@ -521,7 +523,7 @@ void Engine::deliver_unexpected_to(Unexpected& message,
   if (message.rendezvous) {
     if (peer != nullptr) release_unexpected(*peer, message);
     if (message.withdrawn != ErrorClass::success) {  // its sender cancelled it (on_withdrawn)
-      fail_withdrawn(*request, message.source, message.withdrawn, message.withdrawn_reason);
+      fail_withdrawn(*request, message.source, message.withdrawn, *message.withdrawn_reason);
       return;
     }
     if (peer == nullptr || peer->failed_) {
@@ -1381,6 +1383,7 @@ void Engine::send_deny(Peer& peer, std::uint64_t id, bool synchronous, Verdict r
 void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
                       std::span<const int> peers, ErrorClass cls, std::string_view reason) {
   reason = reason.substr(0, kMaxWithdrawReason);
+  const std::string why(reason);  // for the sends cancelled below
   std::lock_guard lock(mu_);
   std::size_t notified = 0;
   for (const int rank : peers) {
@@ -1398,11 +1401,18 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
     header.context = comm.collective_context();
     header.source = static_cast<std::uint32_t>(config_.world_rank);
     header.aux = static_cast<std::uint64_t>(cls) | (std::uint64_t{sequence} << 32);
-    peer->channel_->enqueue(
-        header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
-    flush_peer(*peer);
+    try {
+      peer->channel_->enqueue(
+          header, {reinterpret_cast<const std::uint8_t*>(reason.data()), reason.size()}, nullptr);
+      flush_peer(*peer);
+    } catch (...) {
+      // Out of memory: the sends taken are over all the same, or this rank would wait for
+      // them (Schedule::wait_until_quiet).
+      for (const auto& request : cancelled) complete(*request, cls, why);
+      throw;
+    }
     ++notified;
-    for (const auto& request : cancelled) complete(*request, cls, std::string(reason));
+    for (const auto& request : cancelled) complete(*request, cls, why);
   }
   // Recorded first: the drops it causes follow it in the log.
   audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
@@ -1467,23 +1477,30 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
 std::vector<std::shared_ptr<RequestState>> Engine::take_sends_awaiting_cts(Peer& peer,
                                                                            std::uint32_t context,
                                                                            std::uint32_t sequence) {
-  std::vector<std::shared_ptr<RequestState>> taken;
   auto& sends = peer.send_rendezvous_;
-  for (auto it = sends.begin(); it != sends.end();) {
-    if (it->second.context == context && it->second.sequence == sequence &&
-        internal_tag::is_schedule_tag(it->second.tag)) {
-      taken.push_back(std::move(it->second.request));
-      // A CTS or DENY that crossed the WITHDRAWN is then no violation (forget_withdrawn_send).
-      if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
-        peer.withdrawn_sends_evicted_ =
-            std::max(peer.withdrawn_sends_evicted_, peer.withdrawn_sends_.front());
-        peer.withdrawn_sends_.pop_front();
-      }
-      peer.withdrawn_sends_.push_back(it->first);
-      it = sends.erase(it);
-    } else {
-      ++it;
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, transfer] : sends) {
+    if (transfer.context == context && transfer.sequence == sequence &&
+        internal_tag::is_schedule_tag(transfer.tag)) {
+      ids.push_back(id);
     }
+  }
+  std::vector<std::shared_ptr<RequestState>> taken;
+  taken.reserve(ids.size());
+  // A CTS or DENY that crossed the WITHDRAWN is then no violation (forget_withdrawn_send).
+  // Recorded before anything is taken: out of memory here, the sends simply go on.
+  for (const std::uint64_t id : ids) {
+    if (peer.withdrawn_sends_.size() == Peer::kMaxWithdrawnSends) {
+      peer.withdrawn_sends_evicted_ =
+          std::max(peer.withdrawn_sends_evicted_, peer.withdrawn_sends_.front());
+      peer.withdrawn_sends_.pop_front();
+    }
+    peer.withdrawn_sends_.push_back(id);
+  }
+  for (const std::uint64_t id : ids) {
+    const auto it = sends.find(id);
+    taken.push_back(std::move(it->second.request));
+    sends.erase(it);
   }
   return taken;
 }
@@ -1521,8 +1538,9 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
     failed_any = true;
   }
   // Its rendezvous sends that had no CTS when it withdrew are cancelled (withdraw): their RTS
-  // waiting here go, and a receive that matched one, whose CTS crossed the WITHDRAWN, gets no
-  // data. (Data for a CTS it had before came before this frame, and completed the receive.)
+  // waiting here become tombstones (below), and a receive that matched one, whose CTS crossed
+  // the WITHDRAWN, gets no data. (Data for a CTS it had before came before this frame, and
+  // completed the receive.)
   for (auto it = peer.recv_rendezvous_.begin(); it != peer.recv_rendezvous_.end();) {
     const RecvRendezvous& transfer = it->second;
     if (transfer.context == context && transfer.request->sequence == sequence &&
@@ -1540,12 +1558,14 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
   // Its RTS waiting here stay, as tombstones: a receive that matches one fails with this
   // withdrawal's class and reason (deliver_unexpected_to).
   const std::uint32_t low = sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1);
+  std::shared_ptr<const std::string> shared_reason;
   for (Unexpected& message : unexpected_) {
     if (message.rendezvous && message.source == source_world && message.context == context &&
         message.withdrawn == ErrorClass::success && internal_tag::is_schedule_tag(message.tag) &&
         internal_tag::schedule_tag_sequence(message.tag) == low) {
+      if (!shared_reason) shared_reason = std::make_shared<const std::string>(reason);
+      message.withdrawn_reason = shared_reason;
       message.withdrawn = cls;
-      message.withdrawn_reason = reason;
       audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
                     message.msg_id, kDroppedSenderLeft);
     }
@@ -1572,6 +1592,12 @@ void Engine::decide_undecided(std::uint32_t base_context) {
       continue;
     }
     it->undecided = false;
+    // Withdrawn by its sender (audited as dropped): nothing to admit or refuse, and a DENY
+    // would answer a send that no longer exists. A receive that matches it fails.
+    if (it->withdrawn != ErrorClass::success) {
+      ++it;
+      continue;
+    }
     const bool collective = (it->context & 1u) != 0;
     const Verdict verdict = entry->decisions->check(it->source, it->op, collective, it->tag, it->bytes);
     const Admit decision =

@@ -295,7 +295,7 @@ class Engine {
     // not withdrawn). Kept as a tombstone: a receive that matches it fails with the sender's
     // class and reason, even after the withdrawal itself is forgotten (withdrawn_).
     ErrorClass withdrawn = ErrorClass::success;
-    std::string withdrawn_reason;
+    std::shared_ptr<const std::string> withdrawn_reason;  // one copy for all its tombstones
     std::uint64_t arrival = 0;  // order of arrival (queue_unexpected); 0 until first queued
 
     /// What this entry holds against its peer's unexpected budget: its payload plus a fixed

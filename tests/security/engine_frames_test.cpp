@@ -868,6 +868,9 @@ TEST(EngineFrames, AWithdrawalDropsThePeersUnansweredRendezvousMessages) {
   FrameHeader queued = collective_header(FrameType::rts, step2);
   queued.aux = 1 << 20;
   rank0.send(queued, {});  // frame 2: waits as unexpected
+  FrameHeader queued_too = collective_header(FrameType::rts, step2 + 1);
+  queued_too.aux = 1 << 20;
+  rank0.send(queued_too, {});  // frame 3: the same
   rank0.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::buffer), 5),
              text_bytes("rank 1 left"));
   rank0.wait(*matched);
@@ -883,8 +886,16 @@ TEST(EngineFrames, AWithdrawalDropsThePeersUnansweredRendezvousMessages) {
   ASSERT_TRUE(later->done.load()) << "the cancelled RTS was matched";
   EXPECT_EQ(later->status.error, ErrorClass::buffer);
   EXPECT_NE(later->error_message.find("rank 1 left"), std::string::npos) << later->error_message;
+  // Also after rank 1 has failed: the tombstone says more than "rank 1 failed".
+  auto p2p = engine.irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  ::shutdown(rank0.client().fd(), SHUT_RDWR);
+  rank0.wait(*p2p);
+  ASSERT_EQ(p2p->status.error, ErrorClass::peer_failed) << p2p->error_message;
+  auto last = engine.irecv(rank0.world(), true, buffer.data(), buffer.size(), 1, step2 + 1, 5);
+  ASSERT_TRUE(last->done.load());
+  EXPECT_EQ(last->status.error, ErrorClass::buffer) << last->error_message;
   const auto drops = audit_records(rank0.audit_text(), "message.drop");
-  ASSERT_EQ(drops.size(), 2u);
+  ASSERT_EQ(drops.size(), 3u);
   for (const auto& line : drops) {
     EXPECT_NE(line.find("\"reason\":\"the sender left the collective\""), std::string::npos)
         << line;
