@@ -751,8 +751,7 @@ Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
 void Engine::queue_unexpected(Unexpected&& message) {
   if (!discarded_.empty() && message.source != config_.world_rank &&
       discarded(message.context, message.tag)) {
-    audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
-                  message.msg_id);
+    audit_dropped(message);
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
     return;
   }
@@ -1445,11 +1444,8 @@ void Engine::forget_old_withdrawals(std::uint32_t context, std::uint32_t sequenc
 }
 
 bool Engine::discarded(std::uint32_t context, int tag) const {
-  if (!internal_tag::is_schedule_tag(tag)) return false;
-  const std::uint32_t low = internal_tag::schedule_tag_sequence(tag);
   return std::any_of(discarded_.begin(), discarded_.end(), [&](const Discarded& d) {
-    return d.context == context &&
-           (d.sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1)) == low;
+    return d.context == context && internal_tag::is_tag_of_collective(tag, d.sequence);
   });
 }
 
@@ -1466,10 +1462,8 @@ void Engine::discard_collective(const CommState& comm, std::uint32_t sequence) {
     }
   }
   for (const Unexpected& message : dropped) {
-    if (message.withdrawn == ErrorClass::success) {  // a tombstone's drop is audited already
-      audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
-                    message.msg_id);
-    }
+    // A tombstone's drop was audited when its sender withdrew (on_withdrawn).
+    if (message.withdrawn == ErrorClass::success) audit_dropped(message);
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
   }
 }
@@ -1557,17 +1551,15 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
   }
   // Its RTS waiting here stay, as tombstones: a receive that matches one fails with this
   // withdrawal's class and reason (deliver_unexpected_to).
-  const std::uint32_t low = sequence & ((1u << internal_tag::kScheduleSequenceBits) - 1);
   std::shared_ptr<const std::string> shared_reason;
   for (Unexpected& message : unexpected_) {
     if (message.rendezvous && message.source == source_world && message.context == context &&
-        message.withdrawn == ErrorClass::success && internal_tag::is_schedule_tag(message.tag) &&
-        internal_tag::schedule_tag_sequence(message.tag) == low) {
+        message.withdrawn == ErrorClass::success &&
+        internal_tag::is_tag_of_collective(message.tag, sequence)) {
       if (!shared_reason) shared_reason = std::make_shared<const std::string>(reason);
       message.withdrawn_reason = shared_reason;
       message.withdrawn = cls;
-      audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
-                    message.msg_id, kDroppedSenderLeft);
+      audit_dropped(message, kDroppedSenderLeft);
     }
   }
   if (failed_any) wake_sleeping_poller();  // a waiter may be another thread, asleep in poll()
@@ -1671,6 +1663,11 @@ void Engine::audit_dropped(int peer, std::uint32_t context, std::uint16_t op, in
   r.success = false;
   r.reason = reason;
   log->message(r);
+}
+
+void Engine::audit_dropped(const Unexpected& message, const char* reason) {
+  audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
+                message.msg_id, reason);
 }
 
 void Engine::audit_withdrawal(const char* action, int peer, std::uint32_t context, std::uint16_t op,

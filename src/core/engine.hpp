@@ -493,6 +493,7 @@ class Engine {
   // every message audit level, like a denial: an auditor must see why it was never received.
   void audit_dropped(int peer, std::uint32_t context, std::uint16_t op, int tag,
                      std::uint64_t bytes, std::uint64_t msg, const char* reason = kDroppedLeftHere);
+  void audit_dropped(const Unexpected& message, const char* reason = kDroppedLeftHere);
   static constexpr const char* kDroppedLeftHere = "this rank left the collective";
   static constexpr const char* kDroppedSenderLeft = "the sender left the collective";
   // collective.withdraw / collective.withdrawn: the communicator, operation and sequence

@@ -21,6 +21,11 @@ constexpr std::uint32_t schedule_tag_sequence(int tag) {
   return (static_cast<std::uint32_t>(tag) >> kScheduleStepBits) &
          ((1u << kScheduleSequenceBits) - 1);
 }
+/// A schedule tag of collective number `sequence`, as far as its low bits tell.
+constexpr bool is_tag_of_collective(int tag, std::uint32_t sequence) {
+  return is_schedule_tag(tag) &&
+         schedule_tag_sequence(tag) == (sequence & ((1u << kScheduleSequenceBits) - 1));
+}
 
 /// MPI_Comm_create_group's exchange, for the user's `tag` (0..TAG_UB). Kept below the
 /// collective tags (bit 30, coll/schedule.hpp), so user tags that differ by a multiple of
