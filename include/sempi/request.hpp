@@ -36,6 +36,9 @@ namespace detail {
 struct RequestState;
 }
 
+/// A nonblocking operation. Copies share it. Dropping the last copy of an unfinished
+/// collective's Request abandons this rank's part (its peers' calls fail, naming why), and the
+/// destructor returns only once nothing of the collective still uses the buffers it was given.
 class [[nodiscard]] Request {
  public:
   Request() = default;  ///< the null request; wait() returns at once
@@ -61,11 +64,16 @@ class [[nodiscard]] Request {
   static std::size_t wait_any(std::span<Request> requests, Status* status = nullptr);
 
   /// Internal: wraps engine state.
-  explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
+  explicit Request(std::shared_ptr<detail::RequestState> state);
   [[nodiscard]] const std::shared_ptr<detail::RequestState>& state() const { return state_; }
 
  private:
   std::shared_ptr<detail::RequestState> state_;
+  // A nonblocking collective's, shared by the copies of this Request: when the last copy goes,
+  // on that thread, an unfinished collective is abandoned, and the destructor returns once
+  // nothing of it touches the application's buffers. Not tied to state_'s lifetime: another
+  // thread's progress may hold the state a while longer.
+  std::shared_ptr<void> abandon_on_last_copy_;
 };
 
 }  // namespace sempi

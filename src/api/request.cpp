@@ -52,7 +52,26 @@ bool any_driven(std::span<const Request> requests) {
   });
 }
 
+// Held by the copies of a nonblocking collective's Request (Request::abandon_on_last_copy_).
+class AbandonOnLastCopy {
+ public:
+  explicit AbandonOnLastCopy(std::shared_ptr<detail::RequestDriver> driver)
+      : driver_(std::move(driver)) {}
+  AbandonOnLastCopy(const AbandonOnLastCopy&) = delete;
+  AbandonOnLastCopy& operator=(const AbandonOnLastCopy&) = delete;
+  ~AbandonOnLastCopy() { driver_->abandon(); }
+
+ private:
+  std::shared_ptr<detail::RequestDriver> driver_;
+};
+
 }  // namespace
+
+Request::Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {
+  if (state_ && state_->driver) {
+    abandon_on_last_copy_ = std::make_shared<AbandonOnLastCopy>(state_->driver);
+  }
+}
 
 bool Request::completed() const noexcept {
   return !state_ || state_->done.load(std::memory_order_acquire);

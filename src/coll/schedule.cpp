@@ -243,23 +243,13 @@ class Schedule::Driver final : public RequestDriver {
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
 
-  // The Request was dropped (or reassigned) before its collective finished: this rank's part
-  // is abandoned. Its receives that have not matched are cancelled, and the schedule is kept
-  // alive as after a failure, so the engine never writes into freed scratch when the peers'
-  // messages arrive, nor sends from freed scratch; the transfers already under way are waited
-  // for, since the application may free its own buffers once the request is gone.
-  ~Driver() override {
-    if (finished_ || Runtime::current() == nullptr) return;
-    try {
-      if (!retired_) {
-        schedule_->retire_after_failure(
-            ErrorClass::other,
-            schedule_->failed_here("its request was dropped before the collective completed"));
-      }
-      // The application may free its buffers once the request is gone.
-      schedule_->wait_until_quiet();
-    } catch (...) {  // out of memory for the retired list: nothing better to do here
-    }
+  // Normally abandon() ran when the application's last copy of the Request went. This is for
+  // a Request that could not be made (out of memory) and for internal requests.
+  ~Driver() override { give_up(); }
+
+  void abandon() noexcept override {
+    const Exclusive hold(busy_);
+    give_up();
   }
 
   bool progress() override {
@@ -349,6 +339,29 @@ class Schedule::Driver final : public RequestDriver {
     schedule_->retire_after_failure(cls, origin);
     retired_ = true;
     return settle();
+  }
+
+  // The Request was dropped (or reassigned) before its collective finished: this rank's part
+  // is abandoned. Its receives that have not matched are cancelled, and the schedule is kept
+  // alive as after a failure, so the engine never writes into freed scratch when the peers'
+  // messages arrive, nor sends from freed scratch; the transfers already under way are waited
+  // for, since the application may free its own buffers once the request is gone.
+  void give_up() noexcept {
+    if (finished_ || Runtime::current() == nullptr) return;
+    try {
+      if (!retired_) {
+        const char* detail = "its request was dropped before the collective completed";
+        state_.status.error = ErrorClass::other;
+        state_.error_message = schedule_->operation_ + ": " + detail;
+        schedule_->retire_after_failure(ErrorClass::other, schedule_->failed_here(detail));
+        retired_ = true;
+      }
+      schedule_->wait_until_quiet();
+    } catch (...) {  // out of memory for the retired list: nothing better to do here
+      return;
+    }
+    finished_ = true;
+    state_.done.store(true, std::memory_order_release);  // Engine::drive_in_flight lets it go
   }
 
   // Failed: done once no transfer still uses the application's buffers (Schedule::quiet).

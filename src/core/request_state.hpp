@@ -33,6 +33,11 @@ class RequestDriver {
   virtual bool try_progress() = 0;
   /// Appends the engine requests whose completion would let progress() advance.
   virtual void blockers(std::vector<const RequestState*>& out) const = 0;
+  /// The application's last copy of the Request is gone (see sempi::Request): gives up this
+  /// rank's part of an unfinished request, and returns once none of its transfers still uses
+  /// the application's buffers. Runs on the thread that dropped it, which may free them next;
+  /// another thread's progress may hold the state itself a while longer.
+  virtual void abandon() noexcept = 0;
 };
 
 struct RequestState {

@@ -6,7 +6,9 @@
 // rank computes the reference result serially, in rank order, and compares bytes.
 
 #include <algorithm>
+#include <chrono>
 #include <complex>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <functional>
 #include <stdexcept>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -997,6 +1000,90 @@ void check_dropped_request(const sempi::Communicator& world) {
   pair.barrier();
 }
 
+// A Request dropped while another thread's wait holds its collective still returns only once
+// nothing of the collective touches the application's buffers. Every wait and test of every
+// thread advances the collectives in flight (Engine::drive_in_flight), holding each while it
+// does, so the dropping thread need not be the last to let the collective go: the wait must
+// run on the dropping thread all the same, which may free or reuse its buffers next.
+// Here rank 0's helper thread is held inside the user reduction of an allreduce with rank 2,
+// its test holding rank 0's gather too, while rank 0 drops that gather with rank 1's 32 MiB
+// block streaming in by rendezvous, and then overwrites that block's part of its buffer. (The
+// allreduce is with a third rank so that its message does not queue behind the block's.)
+void check_dropped_while_another_thread_holds_it(const sempi::Communicator& world) {
+  g_where = "request dropped while another thread holds its collective";
+  const int r = world.rank();
+  const auto pair = world.split(r < 2 ? 0 : sempi::UNDEFINED, r);        // ranks 0 and 1
+  const auto side = world.split(r == 0 || r == 2 ? 0 : sempi::UNDEFINED, r);  // 0 and 2
+  if (world.size() < 3) return;
+  if (r > 2) {
+    world.barrier();  // the others' last step
+    return;
+  }
+  constexpr int kInts = 8 * 1024 * 1024;  // 32 MiB: tens of milliseconds to arrive
+  const int x = r + 1;
+  int sum = 0;
+  if (r == 1) {
+    std::vector<int> mine(kInts, 1);
+    auto gather = pair.igather<int>(mine.data(), nullptr, kInts, 0);
+    pair.send(1, 0, 80);  // the block is on its way
+    (void)outcome([&] { gather.wait(); });  // rank 0 dropped its part
+    world.barrier();
+    return;
+  }
+  if (r == 2) {
+    int go = 0;
+    side.recv(go, 0, 81);
+    side.allreduce(&x, &sum, 1, sempi::Op::sum());
+    world.barrier();
+    return;
+  }
+  std::mutex mu;
+  std::condition_variable changed;
+  int stage = 0;  // 1: the helper is inside the held reduction; 2: the gather was dropped
+  const auto reach = [&](int s) {
+    const std::lock_guard lock(mu);
+    stage = s;
+    changed.notify_all();
+  };
+  const auto wait_for = [&](int s) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, std::chrono::seconds(60), [&] { return stage >= s; });
+  };
+  const auto reached = [&](int s) {
+    const std::lock_guard lock(mu);
+    return stage >= s;
+  };
+  const auto held = sempi::Op::elementwise<int>(
+      [&](int in, int inout) {
+        reach(1);
+        CHECK(wait_for(2));
+        return in + inout;
+      },
+      true, "held");
+  std::vector<int> mine(kInts, 0);
+  std::vector<int> all(2 * static_cast<std::size_t>(kInts), 0);
+  auto gather = pair.igather<int>(mine.data(), all.data(), kInts, 0);
+  auto reduction = side.iallreduce(&x, &sum, 1, held);
+  int go = 0;
+  pair.recv(go, 1, 80);  // rank 1's RTS came before: its block is matched, and under way
+  std::thread helper([&] {
+    int never = 0;
+    auto idle = side.irecv(&never, 1, 1, 99);  // nothing is sent with this tag
+    side.send(1, 1, 81);  // rank 2 joins the allreduce: its reduction can run here now
+    while (!reached(2)) (void)idle.test();  // each test advances the collectives in flight
+    CHECK(idle.cancel());
+  });
+  CHECK(wait_for(1));
+  gather = sempi::Request();  // dropped while the helper's test holds it
+  std::fill(all.begin() + kInts, all.end(), -1);  // reused at once
+  reach(2);
+  helper.join();
+  reduction.wait();
+  CHECK(sum == 4);
+  world.barrier();  // the block, if it still arrived, has by now
+  CHECK(std::all_of(all.begin() + kInts, all.end(), [](int v) { return v == -1; }));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1030,6 +1117,7 @@ int main(int argc, char** argv) {
     check_nonblocking(world);
     check_wait_all_order(world);
     check_dropped_request(world);
+    check_dropped_while_another_thread_holds_it(world);
   }
   world.barrier();
   if (world.rank() == 0) std::printf("coll_check %s: all checks passed on %d ranks\n", scenario.c_str(), world.size());
