@@ -38,7 +38,8 @@ struct RequestState;
 
 /// A nonblocking operation. Copies share it. Dropping the last copy of an unfinished
 /// collective's Request abandons this rank's part (its peers' calls fail, naming why), and the
-/// destructor returns only once nothing of the collective still uses the buffers it was given.
+/// destructor returns only once nothing of the collective still uses the buffers it was given
+/// (so it must not be dropped from inside that collective's own reduction operation).
 class [[nodiscard]] Request {
  public:
   Request() = default;  ///< the null request; wait() returns at once

@@ -53,23 +53,28 @@ bool any_driven(std::span<const Request> requests) {
 }
 
 // Held by the copies of a nonblocking collective's Request (Request::abandon_on_last_copy_).
+// It keeps the state too: assigning to a Request may release its state_ before this.
 class AbandonOnLastCopy {
  public:
-  explicit AbandonOnLastCopy(std::shared_ptr<detail::RequestDriver> driver)
-      : driver_(std::move(driver)) {}
+  explicit AbandonOnLastCopy(std::shared_ptr<detail::RequestState> state)
+      : state_(std::move(state)) {}
   AbandonOnLastCopy(const AbandonOnLastCopy&) = delete;
   AbandonOnLastCopy& operator=(const AbandonOnLastCopy&) = delete;
-  ~AbandonOnLastCopy() { driver_->abandon(); }
+  ~AbandonOnLastCopy() { state_->driver->abandon(); }
 
  private:
-  std::shared_ptr<detail::RequestDriver> driver_;
+  std::shared_ptr<detail::RequestState> state_;
 };
 
 }  // namespace
 
 Request::Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {
-  if (state_ && state_->driver) {
-    abandon_on_last_copy_ = std::make_shared<AbandonOnLastCopy>(state_->driver);
+  if (!state_ || !state_->driver) return;
+  try {
+    abandon_on_last_copy_ = std::make_shared<AbandonOnLastCopy>(state_);
+  } catch (...) {
+    state_->driver->abandon();  // on this thread, before the caller hears of the failure
+    throw;
   }
 }
 
