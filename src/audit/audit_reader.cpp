@@ -130,8 +130,11 @@ struct ChainCheck {
   std::string hash_before_last = kZeroHash;  // of the record before the last one
   std::int64_t max_seq = -1;                 // the highest sequence number of a readable record
   std::size_t records = 0;                   // also the last record's line
-  bool last_cut_off = false;  // the last line is an unfinished record (reported as truncated)
-  std::size_t unlisted = 0;   // problems past kMaxFindingsPerFile, counted in an "omitted" finding
+  // The line of a last line without a newline, 0 if none. Not a record: what a writer killed
+  // in the middle of a write leaves (the launcher seals the records before it), or tampering.
+  // verify decides which.
+  std::size_t cut_off_line = 0;
+  std::size_t unlisted = 0;  // problems past kMaxFindingsPerFile, counted in an "omitted" finding
 };
 
 // Walks one file's chain and reports each broken place once, in line order: the first
@@ -198,6 +201,10 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   std::int64_t expected = 0;          // the sequence number the next record should have
   std::string prev_hash = kZeroHash;  // of the record before the one read
   for_each_record(file, [&](const Record& r) {
+    if (r.cut_off) {  // the last line: left out of the chain, as the launcher's seal leaves it
+      result.cut_off_line = r.line;
+      return true;
+    }
     const std::int64_t seq = r.seq();
     Link link{seq, r.parsed() && seq >= 0, false, false};
     if (link.parsed) {
@@ -212,9 +219,10 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     }
 
     if (!r.parsed()) {
-      add(r.line, r.cut_off ? "truncated" : "corrupt",
-          r.cut_off ? "the last record is cut off (no newline, not valid JSON)"
-                    : "not a JSON record");
+      add(r.line, "corrupt",
+          r.oversized ? "a line over " + std::to_string(kMaxRecordBytes >> 20) +
+                            " MiB, not a record; the rest of the file was not read"
+                      : std::string("not a JSON record"));
     } else if (!link.parsed) {
       add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
     } else {
@@ -235,7 +243,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     }
     result.hash_before_last.swap(prev_hash);
     prev_hash = hash_hex(r.text);
-    result.last_cut_off = !r.parsed() && r.cut_off;
+    result.last = {link.parsed ? seq : -1, prev_hash};
     result.records = r.line;
     before = pending;
     pending = link;
@@ -243,7 +251,6 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   });
   if (result.records > 0) {
     check_link(result.records, pending, result.records > 1 ? &before : nullptr, nullptr);
-    result.last = {pending.parsed ? pending.seq : -1, prev_hash};
   }
 
   // The misplaced records, now that all sequence numbers are known: a gap is a deletion if
@@ -299,7 +306,6 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
 void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq,
                   const std::string& hash, std::vector<Finding>& out) {
   if (chain.last.seq == seq && chain.last.hash == hash) return;
-  if (chain.last_cut_off && chain.max_seq >= seq) return;  // the cut-off line says it all
   if (chain.max_seq < seq) {
     out.push_back({file.name, 0, "truncated",
                    "ends at seq " + std::to_string(chain.max_seq) + " but the seal records seq " +
@@ -346,7 +352,10 @@ void for_each_record(const LogFile& file, const std::function<bool(Record&)>& vi
       // Past the limit, the rest of the line is skipped: its first bytes stand for it.
       const std::size_t keep = std::min(take, max_line_bytes - r.text.size());
       r.text.append(start, keep);
-      oversized = oversized || keep < take;
+      if (keep < take) {  // its first bytes stand for it; a 16 TB sparse file is not read
+        oversized = true;
+        break;
+      }
       pos += take;
       any = any || take > 0 || nl != nullptr;
       if (nl != nullptr) {
@@ -354,11 +363,12 @@ void for_each_record(const LogFile& file, const std::function<bool(Record&)>& vi
         ++pos;
       }
     }
-    if (!any) return;
+    if (!any && !oversized) return;
     r.line = ++line;
-    r.cut_off = !newline;  // the file ends inside this line
+    r.oversized = oversized;
+    r.cut_off = !newline && !oversized;  // the file ends inside this line
     r.json = oversized ? nlohmann::json() : parse_record(r.text);
-    if (!visit(r)) return;
+    if (!visit(r) || oversized) return;
   }
 }
 
@@ -435,11 +445,14 @@ AuditDir load_audit_dir(const fs::path& dir) {
   // Ranks the launcher knew of (its first record) but whose files are gone are still part of
   // the job.
   std::optional<int> ranks;
-  for_each_record(result.launcher, [&](const Record& first) {
-    ranks = get<int>(first.sempi("ranks"));
-    return false;
-  });
-  for (int r = 0; ranks && r < *ranks && r < (1 << 20); ++r) {
+  try {
+    for_each_record(result.launcher, [&](const Record& first) {
+      ranks = get<int>(first.sempi("ranks"));
+      return false;
+    });
+  } catch (const Error&) {  // verify reports it
+  }
+  for (int r = 0; ranks && r < *ranks && r < kMaxJobRanks; ++r) {
     const std::string name = rank_file_name(r);
     if (!result.ranks.count(r)) result.ranks[r] = log_file(dir / name, name);
   }
@@ -459,25 +472,43 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
+  // A file that cannot be read is a finding like any other, never a usage error: it may be
+  // what tampering left (a log made unreadable, or replaced by a link to one).
+  const auto unreadable = [&out](const LogFile& file, const Error& e) {
+    out.push_back({file.name, 0, "unreadable", e.what()});
+  };
   // From the launcher log: the job and key its first record (job.start) names, and its last
   // record (the seal), taken from the reader as it goes, not copied: a record may be 8 MiB.
   std::string job;
   std::string key;
   Record last;  // line 0: none
-  for_each_record(launcher, [&](Record& r) {
-    if (r.line == 1 && r.parsed()) {
-      job = str_field(r, "job");
-      if (const auto* k = r.sempi("audit_key")) {
-        key = get<std::string>(member(*k, "public_key")).value_or("");
+  ChainCheck launcher_chain;
+  try {
+    for_each_record(launcher, [&](Record& r) {
+      if (r.line == 1 && r.parsed()) {
+        job = str_field(r, "job");
+        if (const auto* k = r.sempi("audit_key")) {
+          key = get<std::string>(member(*k, "public_key")).value_or("");
+        }
+        if (r.action() != "job.start" || key.empty()) {
+          out.push_back({kLauncherFile, 1, "edited",
+                         "the first record is not a job.start with the audit key"});
+        }
       }
-      if (r.action() != "job.start" || key.empty()) {
-        out.push_back({kLauncherFile, 1, "edited",
-                       "the first record is not a job.start with the audit key"});
-      }
-    }
-    std::swap(last, r);  // the reader refills r: last's old buffers serve the next line
-    return true;
-  });
+      std::swap(last, r);  // the reader refills r: last's old buffers serve the next line
+      return true;
+    });
+    launcher_chain = check_chain(launcher, job, std::nullopt, out);
+  } catch (const Error& e) {
+    unreadable(launcher, e);
+    result.problems = out.size();
+    return result;
+  }
+  if (last.cut_off) last = Record();      // not a record, let alone the seal
+  if (launcher_chain.cut_off_line > 0) {  // the launcher writes whole lines; it seals last
+    out.push_back({kLauncherFile, launcher_chain.cut_off_line, "truncated",
+                   "the last record is cut off (no newline)"});
+  }
   if (public_key && !key.empty() && *public_key != key) {
     out.push_back({kLauncherFile, 1, "bad_seal",
                    "the audit key in the log is not the expected public key (log rewritten?)"});
@@ -487,7 +518,6 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   const auto count_unlisted = [&unlisted](const ChainCheck& chain) {
     if (chain.unlisted > 0) unlisted += chain.unlisted - 1;
   };
-  const ChainCheck launcher_chain = check_chain(launcher, job, std::nullopt, out);
   result.records += launcher_chain.records;
   count_unlisted(launcher_chain);
 
@@ -529,7 +559,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       } else {
         for (const auto& h : *sealed_ranks) {
           const auto rank = get<int>(member(h, "rank"));
-          if (!rank) continue;
+          if (!rank || *rank < 0 || *rank >= kMaxJobRanks) continue;  // a forged seal's only
           heads[*rank] = {get<std::int64_t>(member(h, "seq")).value_or(-1),
                           get<std::string>(member(h, "hash")).value_or(""),
                           get<std::string>(member(h, "source")).value_or("")};
@@ -557,16 +587,39 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       continue;
     }
     ++result.files;
-    const ChainCheck chain = check_chain(file, job, r, out);
+    ChainCheck chain;
+    try {
+      chain = check_chain(file, job, r, out);
+    } catch (const Error& e) {
+      unreadable(file, e);
+      continue;
+    }
     result.records += chain.records;
     count_unlisted(chain);
+    const bool covered =
+        result.sealed && head != heads.end() && std::get<2>(head->second) != "none";
+    const bool died = covered && std::get<2>(head->second) == "file";
+    if (chain.cut_off_line > 0) {
+      // What a rank killed in the middle of a write leaves, after the records the launcher
+      // sealed from its file. Anywhere else (a rank that closed its log, or no seal to say
+      // where the records end), a cut-off line is a finding.
+      if (died && chain.last.seq == std::get<0>(head->second) &&
+          chain.last.hash == std::get<1>(head->second)) {
+        result.notes.push_back("rank " + std::to_string(r) + "'s log ends in a record cut off as " +
+                               "it was written (line " + std::to_string(chain.cut_off_line) +
+                               "): the seal covers the records before it");
+      } else {
+        out.push_back({file.name, chain.cut_off_line, "truncated",
+                       "the last record is cut off (no newline)"});
+      }
+    }
     if (!result.sealed) continue;
-    if (head == heads.end() || std::get<2>(head->second) == "none") {
+    if (!covered) {
       out.push_back({file.name, 0, "foreign", "the seal does not cover this file"});
       continue;
     }
     compare_head(file, chain, std::get<0>(head->second), std::get<1>(head->second), out);
-    if (std::get<2>(head->second) == "file") {
+    if (died) {
       result.notes.push_back("rank " + std::to_string(r) +
                              " ended without closing its log (it died, or the job ended before it "
                              "finalized): the seal "
@@ -576,8 +629,11 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   }
   // The directory sempirun made is named after the job: another job's logs under this name
   // verify on their own, but are not this job's.
-  const std::string dir_name = dir.dir.filename().empty() ? dir.dir.parent_path().filename().string()
-                                                           : dir.dir.filename().string();
+  // Named as a path, "DIR/." or ".." included: what matters is the directory it leads to.
+  std::error_code ec;
+  fs::path named = fs::absolute(dir.dir, ec).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();  // "DIR/" normalised
+  const std::string dir_name = named.filename().string();
   if (!job.empty() && dir_name != job && dir_name.size() == job.size() &&
       is_lower_hex(dir_name)) {
     out.push_back({kLauncherFile, 1, "foreign",
@@ -585,9 +641,10 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   }
   if (!public_key && result.sealed) {
     result.notes.push_back(
-        "the seal was checked against the key the log itself names: that proves nothing was "
-        "changed piecemeal, but not that the whole directory was not rewritten with a fresh "
-        "key; pass --public-key (sempirun --audit-key-out records it) to rule that out");
+        "the seal was checked against the key the log itself names: whoever can write the "
+        "directory can rewrite the launcher log with a fresh key, and with it any rank's log, "
+        "so this proves the logs consistent, not unaltered; pass --public-key (sempirun "
+        "--audit-key-out records it) to prove that");
   }
   result.problems = out.size() + unlisted;
   return result;

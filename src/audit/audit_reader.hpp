@@ -31,6 +31,8 @@ struct Record {
   std::string text;      // the line without its newline
   nlohmann::json json;   // discarded if the line is not a JSON object
   bool cut_off = false;  // the file's last line, with no newline after it
+  bool oversized = false;  // longer than the reader's limit: text holds its start, and the
+                           // reader stops after it (nothing after it can be linked anyway)
   [[nodiscard]] bool parsed() const { return json.is_object(); }
   /// event.sequence, or -1 unless it is a JSON integer from 0 to INT64_MAX.
   [[nodiscard]] std::int64_t seq() const;
@@ -54,10 +56,11 @@ inline constexpr std::size_t kMaxRecordDepth = 16;
 /// false to stop early. The record is the reader's own buffer, refilled for the next line: a
 /// visitor may move or swap its contents away (to keep the last record without copying it).
 /// Nothing is read if the file does not exist. A line longer than max_line_bytes is passed as
-/// its first max_line_bytes, unparsed (a corrupt record), and so is one nested deeper than
-/// kMaxRecordDepth. So hostile input costs the reader at most about 20 times max_line_bytes (a
-/// parsed array of small numbers; 160 MB at the default), whatever the file holds. Throws
-/// sempi::Error(io) if the file cannot be read.
+/// its first max_line_bytes, unparsed and `oversized`, and is the last one read (a sparse file
+/// of terabytes costs nothing); one nested deeper than kMaxRecordDepth is passed unparsed. So
+/// hostile input costs the reader at most about 20 times max_line_bytes (a parsed array of small
+/// numbers; 160 MB at the default), whatever the file holds. Throws sempi::Error(io) if the file
+/// cannot be read.
 void for_each_record(const LogFile& file, const std::function<bool(Record&)>& visit,
                      std::size_t max_line_bytes = kMaxRecordBytes);
 
@@ -85,10 +88,13 @@ AuditDir load_audit_dir(const std::filesystem::path& dir);
 /// lines, and a finding costs far more memory than an empty line. Past it, the findings are
 /// counted, and one "omitted" finding says how many were not listed.
 inline constexpr std::size_t kMaxFindingsPerFile = 100;
+/// The most ranks a job's logs are looked for (sempirun's -n limit): a forged job.start or
+/// seal cannot make the verifier look for a million files.
+inline constexpr int kMaxJobRanks = 4096;
 
 /// One broken place. kind: edited, deleted, reordered, truncated, corrupt, missing, appended,
-/// bad_seal, unsealed, foreign (a record of another job or rank), omitted (the problems of a
-/// file past kMaxFindingsPerFile, counted, not listed).
+/// bad_seal, unsealed, foreign (a record of another job or rank), unreadable (the file cannot
+/// be read), omitted (the problems of a file past kMaxFindingsPerFile, counted, not listed).
 struct Finding {
   std::string file;
   std::size_t line = 0;  // 0: the file as a whole

@@ -16,8 +16,9 @@
 // object but its timestamp, outcome, sequence number and link to the record before.
 //
 // What the seal proves: nothing in the sealed chains changed after the launcher signed, given
-// that the verifier trusts the public key. A wholesale rewrite with a fresh key is detectable
-// only against a key obtained out of band: `sempi audit verify --public-key HEX` (sempirun
+// that the verifier trusts the public key. A rewrite with a fresh key (of the launcher log
+// alone, which then seals any rank's log re-chained) is detectable only against a key obtained
+// out of band: `sempi audit verify --public-key HEX` (sempirun
 // --audit-key-out writes it where the job's logs are not).
 
 #include <optional>

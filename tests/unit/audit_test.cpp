@@ -372,42 +372,73 @@ TEST(AuditLog, ConcurrentCaptureAndRenderLoseNothing) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next_tag[static_cast<std::size_t>(t)], kPerThread);
 }
 
-// Logs are read a record at a time: lines across the reader's 64 KiB chunks arrive whole, an
-// overlong line is cut at the limit and reading goes on after it, and a last line without a
-// newline is marked cut off.
+// Logs are read a record at a time: lines across the reader's 64 KiB chunks arrive whole, a
+// last line without a newline is marked cut off, and an overlong line is cut at the limit and
+// ends the reading (nothing after it can be linked to the records before).
 TEST(AuditReader, ReadsLinesAcrossChunksAndCutsOverlongOnes) {
   TempDir dir;
   const fs::path path = dir.path() / "rank-0.jsonl";
   const std::string big = R"({"s":")" + std::string(200 * 1024, 'x') + R"("})";
   {
     std::ofstream out(path, std::ios::binary);
-    out << R"({"a":1})" << "\n" << std::string(5000, 'y') << "\n" << big << "\n\n" << R"({"c":3)";
+    out << R"({"a":1})" << "\n" << big << "\n\n" << R"({"c":3)";
   }
   const LogFile file{"rank-0.jsonl", path, true};
   std::vector<Record> seen;
   for_each_record(file, [&](const Record& r) {
     seen.push_back(r);
     return true;
-  }, 4096);
-  ASSERT_EQ(seen.size(), 5u);
+  });
+  ASSERT_EQ(seen.size(), 4u);
   EXPECT_TRUE(seen[0].parsed());
-  EXPECT_FALSE(seen[1].parsed());
-  EXPECT_EQ(seen[1].text, std::string(4096, 'y'));
-  EXPECT_FALSE(seen[2].parsed()) << "longer than the limit given";
-  EXPECT_TRUE(seen[3].text.empty());
-  EXPECT_EQ(seen[4].text, R"({"c":3)");
-  EXPECT_TRUE(seen[4].cut_off);
-  EXPECT_FALSE(seen[3].cut_off);
-  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].line, i + 1);
+  EXPECT_TRUE(seen[1].parsed()) << "a 200 KiB line spans four chunks";
+  EXPECT_EQ(seen[1].text, big);
+  EXPECT_TRUE(seen[2].text.empty());
+  EXPECT_EQ(seen[3].text, R"({"c":3)");
+  EXPECT_TRUE(seen[3].cut_off);
+  EXPECT_FALSE(seen[2].cut_off);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].line, i + 1);
+    EXPECT_FALSE(seen[i].oversized);
+  }
 
   seen.clear();
   for_each_record(file, [&](const Record& r) {
     seen.push_back(r);
-    return r.line < 3;  // stops early
+    return r.line < 2;  // stops early
   });
-  ASSERT_EQ(seen.size(), 3u);
-  EXPECT_TRUE(seen[2].parsed()) << "a 200 KiB line spans four chunks";
-  EXPECT_EQ(seen[2].text, big);
+  EXPECT_EQ(seen.size(), 2u);
+
+  seen.clear();
+  for_each_record(file, [&](const Record& r) {
+    seen.push_back(r);
+    return true;
+  }, 4096);
+  ASSERT_EQ(seen.size(), 2u) << "reading ends at the line longer than the limit given";
+  EXPECT_FALSE(seen[1].parsed());
+  EXPECT_TRUE(seen[1].oversized);
+  EXPECT_FALSE(seen[1].cut_off);
+  EXPECT_EQ(seen[1].text, big.substr(0, 4096));
+}
+
+// A file of terabytes without a newline (sparse: it costs nothing on disk) is one overlong line:
+// verify reads its first 8 MiB and stops, instead of reading on for hours.
+TEST(AuditVerify, AHugeLineEndsTheReadingOfItsFile) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  const fs::path rank0 = dir.path() / "rank-0.jsonl";
+  std::error_code ec;
+  fs::resize_file(rank0, fs::file_size(rank0) + (std::uintmax_t{64} << 30), ec);
+  if (ec) GTEST_SKIP() << "no sparse file of 64 GiB here: " << ec.message();
+  const auto result = verify(load_audit_dir(dir.path()), std::nullopt);
+  std::string all;
+  for (const auto& f : result.findings) {
+    all += f.file + ":" + std::to_string(f.line) + ":" + f.kind + ": " + f.message + "\n";
+  }
+  EXPECT_NE(all.find("rank-0.jsonl:13:corrupt: a line over 8 MiB, not a record; the rest of the "
+                     "file was not read"),
+            std::string::npos)
+      << all;
 }
 
 // Deep nesting is refused before parsing: its tree would cost ~40 times the line.
@@ -607,6 +638,68 @@ TEST(AuditVerify, SaysWhatAnIntactResultDoesNotProve) {
   EXPECT_EQ(pinned.notes.size(), 2u) << "pinned: only the two ranks that did not close";
 }
 
+// A rank killed in the middle of a write leaves a cut-off line after its last whole record,
+// which is what the launcher seals (source "file"): a note, and the log verifies. The same
+// line after a rank closed its log, or after an edited last record, is a finding.
+TEST(AuditVerify, ARecordCutOffAsARankDiedIsANoteNotAFinding) {
+  // A partial record, and one whole but for its newline (the write stopped right before it).
+  for (const char* tail : {R"({"@timestamp":"2026-)", R"({"event":{"sequence":12}})"}) {
+    TempDir died;
+    make_sealed_job(died.path(), /*report_heads=*/false);
+    std::ofstream(died.path() / "rank-0.jsonl", std::ios::app) << tail;
+    const auto result = verify(load_audit_dir(died.path()), std::nullopt);
+    EXPECT_TRUE(result.ok()) << tail << ": " << result.findings.front().file << ":"
+                             << result.findings.front().message;
+    std::string notes;
+    for (const auto& n : result.notes) notes += n + "\n";
+    EXPECT_NE(notes.find("rank 0's log ends in a record cut off as it was written (line 13)"),
+              std::string::npos)
+        << notes;
+
+    TempDir closed;
+    make_sealed_job(closed.path(), /*report_heads=*/true);
+    std::ofstream(closed.path() / "rank-0.jsonl", std::ios::app) << tail;
+    const auto found = kinds(closed.path());
+    EXPECT_EQ(found, std::vector<std::string>{"rank-0.jsonl:13:truncated"}) << tail;
+  }
+  // The last record edited (not its link), then a cut-off line added: the edit is named.
+  TempDir edited;
+  make_sealed_job(edited.path(), /*report_heads=*/false);
+  auto l = lines_of(edited.path() / "rank-0.jsonl");
+  l.back().replace(l.back().find("success"), 7, "failure");
+  write_lines(edited.path() / "rank-0.jsonl", l);
+  std::ofstream(edited.path() / "rank-0.jsonl", std::ios::app) << "xx";
+  const auto found = kinds(edited.path());
+  EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:12:edited"), found.end());
+  EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:13:truncated"), found.end());
+}
+
+// A log that cannot be read is a finding (it may be what tampering left), not an error of the
+// command line. /proc/self/mem is a regular file whose first page cannot be read.
+TEST(AuditVerify, AFileThatCannotBeReadIsAFinding) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  fs::remove(dir.path() / "rank-1.jsonl");
+  fs::create_symlink("/proc/self/mem", dir.path() / "rank-1.jsonl");
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"rank-1.jsonl:0:unreadable"});
+  fs::remove(dir.path() / kLauncherFile);
+  fs::create_symlink("/proc/self/mem", dir.path() / kLauncherFile);
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"launcher.jsonl:0:unreadable"});
+}
+
+// A forged job.start cannot make verify look for a million rank logs: sempirun's limit holds.
+TEST(AuditVerify, ARankCountPastSempirunsLimitIsNotFollowed) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  auto l = lines_of(dir.path() / kLauncherFile);
+  l[0].replace(l[0].find("\"ranks\":2"), 9, "\"ranks\":1048575");
+  write_lines(dir.path() / kLauncherFile, l);
+  const auto found = kinds(dir.path());
+  EXPECT_EQ(std::count_if(found.begin(), found.end(),
+                          [](const std::string& f) { return f.ends_with(":0:missing"); }),
+            kMaxJobRanks - 2);
+}
+
 // sempirun names the directory after the job: another job's intact logs there are foreign.
 TEST(AuditVerify, LogsUnderAnotherJobsDirectoryNameAreForeign) {
   TempDir dir;
@@ -614,10 +707,16 @@ TEST(AuditVerify, LogsUnderAnotherJobsDirectoryNameAreForeign) {
   fs::create_directory(other);
   make_sealed_job(other);
   EXPECT_EQ(kinds(other), std::vector<std::string>{"launcher.jsonl:1:foreign"});
+  // Named through "." or "..", it is still that directory.
+  fs::create_directory(other / "sub");
+  for (const fs::path& alias : {other / ".", other / "sub" / "..", other / "sub" / ".." / ""}) {
+    EXPECT_EQ(kinds(alias), std::vector<std::string>{"launcher.jsonl:1:foreign"}) << alias;
+  }
   const fs::path own = dir.path() / kJob;
   fs::create_directory(own);
   make_sealed_job(own);
   EXPECT_TRUE(kinds(own).empty());
+  EXPECT_TRUE(kinds(own / ".").empty());
 }
 
 // A finding costs far more than the empty line it reports: a file's problems are listed up to
