@@ -1,10 +1,17 @@
 #include "audit/audit_reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -321,13 +328,28 @@ void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq
   }
 }
 
+// Opened without blocking and checked on the descriptor: a log replaced by a FIFO or a terminal
+// after the directory was listed fails here instead of blocking the reader for ever.
+std::unique_ptr<std::FILE, int (*)(std::FILE*)> open_regular_file(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(ErrorClass::io, "cannot read " + path.string() + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  std::FILE* in = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::fdopen(fd, "rb") : nullptr;
+  if (in == nullptr) {
+    ::close(fd);
+    throw Error(ErrorClass::io, "cannot read " + path.string() + ": not a regular file");
+  }
+  return {in, &std::fclose};
+}
+
 }  // namespace
 
 void for_each_record(const LogFile& file, const std::function<bool(Record&)>& visit,
                      std::size_t max_line_bytes) {
   if (!file.exists) return;
-  std::ifstream in(file.path, std::ios::binary);
-  if (!in) throw Error(ErrorClass::io, "cannot read " + file.path.string());
+  const auto in = open_regular_file(file.path);
   std::vector<char> chunk(64 * 1024);
   std::size_t pos = 0;
   std::size_t end = 0;
@@ -340,10 +362,11 @@ void for_each_record(const LogFile& file, const std::function<bool(Record&)>& vi
     bool oversized = false;
     while (!newline) {
       if (pos == end) {
-        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-        if (in.bad()) throw Error(ErrorClass::io, "cannot read " + file.path.string());
         pos = 0;
-        end = static_cast<std::size_t>(in.gcount());
+        end = std::fread(chunk.data(), 1, chunk.size(), in.get());
+        if (std::ferror(in.get()) != 0) {
+          throw Error(ErrorClass::io, "cannot read " + file.path.string());
+        }
         if (end == 0) break;  // end of the file
       }
       const char* start = chunk.data() + pos;
@@ -650,7 +673,41 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   return result;
 }
 
-// --- report --------------------------------------------------------------------------------
+// --- report and reconcile ------------------------------------------------------------------
+
+namespace {
+
+// Visits the whole, parsed records of `file` for report and reconcile, which count what the
+// logs say without verifying them. What they cannot count is described in `unread`: a file
+// that cannot be read, a line over the limit (it ends the reading), a cut-off last line (not
+// a record: verify leaves it out of the chain too).
+void for_each_whole_record(const LogFile& file, std::vector<std::string>& unread,
+                           const std::function<void(const Record&)>& visit) {
+  try {
+    for_each_record(file, [&](const Record& r) {
+      const std::string where = file.name + ":" + std::to_string(r.line);
+      if (r.oversized) {
+        unread.push_back(where + ": a line over " + std::to_string(kMaxRecordBytes >> 20) +
+                         " MiB; the rest of the file was not read");
+      } else if (r.cut_off) {
+        unread.push_back(where + ": the last line is cut off (no newline); not counted");
+      } else if (r.parsed()) {
+        visit(r);
+      }
+      return true;
+    });
+  } catch (const Error& e) {
+    unread.push_back(file.name + ": " + e.what());
+  }
+}
+
+// A dry-run record says "dry_run": true; enforced ones say false, or nothing.
+bool is_dry_run(const Record& r) {
+  const nlohmann::json* d = r.sempi("dry_run");
+  return d != nullptr && d->is_boolean() && d->get<bool>();
+}
+
+}  // namespace
 
 nlohmann::ordered_json report_json(const AuditDir& dir) {
   using Json = nlohmann::ordered_json;
@@ -664,9 +721,9 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
   Json events = Json::array();
   std::string job;
   std::string policy_note;
+  std::vector<std::string> unread;
   auto scan = [&](const LogFile& file) {
-    for_each_record(file, [&](const Record& r) {
-      if (!r.parsed()) return true;
+    for_each_whole_record(file, unread, [&](const Record& r) {
       const std::string action = r.action();
       const int rank = int_field<int>(r, "rank");
       if (action == "message.send" || action == "message.receive") {
@@ -683,7 +740,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
           ++cell.received;
           cell.received_bytes += bytes;
         }
-        return true;
+        return;
       }
       if (action == "job.start") {
         job = str_field(r, "job");
@@ -692,7 +749,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         }
       }
       const bool failure = event_field(r, "outcome") == "failure";
-      const bool dry = r.sempi("dry_run") != nullptr;
+      const bool dry = is_dry_run(r);
       if (failure || dry || action == "policy.deny") {
         Json e;
         e["file"] = file.name;
@@ -711,7 +768,6 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         if (r.sempi("direction") != nullptr) e["direction"] = str_field(r, "direction");
         events.push_back(std::move(e));
       }
-      return true;
     });
   };
   scan(dir.launcher);
@@ -731,6 +787,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
   }
   report["traffic"] = std::move(traffic);
   report["denials_and_failures"] = std::move(events);
+  if (!unread.empty()) report["not_read"] = unread;
   return report;
 }
 
@@ -775,6 +832,10 @@ std::string report_text(const nlohmann::ordered_json& report) {
     if (!reason.empty()) s << ": " << printable(reason);
     s << "\n";
   }
+  if (report.contains("not_read")) {
+    s << "\nnot counted above:\n";
+    for (const auto& u : report["not_read"]) s << "  " << printable(u.get<std::string>()) << "\n";
+  }
   return s.str();
 }
 
@@ -788,6 +849,7 @@ ReconcileResult reconcile(const AuditDir& dir) {
     int tag = 0;
     std::int64_t bytes = 0;
     std::string op;
+    std::int64_t context = -1;  // agreed by both ends (the communicator's name is local)
   };
   using Key = std::tuple<int, int, std::int64_t>;  // sender, receiver, message id
   std::map<Key, Msg> sends;
@@ -797,27 +859,36 @@ ReconcileResult reconcile(const AuditDir& dir) {
   std::set<std::pair<int, int>> limited;  // (receiver, sender): audit.limit written
   ReconcileResult result;
   for (const auto& [rank, file] : dir.ranks) {
-    for_each_record(file, [&, rank = rank, &file = file](const Record& r) {
-      if (!r.parsed()) return true;
+    for_each_whole_record(file, result.unread, [&, rank = rank, &file = file](const Record& r) {
       const std::string action = r.action();
       const bool send = action == "message.send";
       const bool recv = action == "message.receive";
-      const bool deny = action == "policy.deny" && str_field(r, "direction") == "receive" &&
-                        r.sempi("dry_run") == nullptr;
+      const bool deny =
+          action == "policy.deny" && str_field(r, "direction") == "receive" && !is_dry_run(r);
       const bool drop = action == "message.drop";
       if (action == "audit.limit") limited.insert({rank, int_field<int>(r, "peer")});
-      if (!send && !recv && !deny && !drop) return true;
+      if (!send && !recv && !deny && !drop) return;
       // Denials and drops are written at every level: only these say message audit was on.
       if (send || recv) result.message_records = true;
       const int peer = int_field<int>(r, "peer");
       const std::int64_t id = int_field(r, "msg");
-      Msg m{file.name, r.line, str_field(r, "comm"), int_field<int>(r, "tag"),
-            int_field(r, "bytes"), str_field(r, "op")};
-      if (send) sends[{rank, peer, id}] = std::move(m);
-      if (recv) receives[{peer, rank, id}] = std::move(m);
-      if (deny) denials[{peer, rank, id}] = std::move(m);
-      if (drop) drops[{peer, rank, id}] = std::move(m);
-      return true;
+      Msg m{file.name,
+            r.line,
+            str_field(r, "comm"),
+            int_field<int>(r, "tag"),
+            int_field(r, "bytes"),
+            str_field(r, "op"),
+            int_field(r, "context")};
+      // A second record of the same message (a copy, or two records without a valid id) is
+      // listed, never merged into the first.
+      auto& records = send ? sends : recv ? receives : deny ? denials : drops;
+      const Key key = send ? Key{rank, peer, id} : Key{peer, rank, id};
+      const auto [at, inserted] = records.try_emplace(key, std::move(m));
+      if (!inserted) {
+        result.mismatched.push_back("a second " + action + " record of one message: " + file.name +
+                                    ":" + std::to_string(r.line) + " after " + at->second.file +
+                                    ":" + std::to_string(at->second.line));
+      }
     });
   }
   auto describe = [](const Key& k, const Msg& m) {
@@ -831,7 +902,8 @@ ReconcileResult reconcile(const AuditDir& dir) {
     if (const auto it = receives.find(key); it != receives.end()) {
       ++result.matched;
       const Msg& recv = it->second;
-      if (recv.bytes != send.bytes || recv.tag != send.tag || recv.op != send.op) {
+      if (recv.bytes != send.bytes || recv.tag != send.tag || recv.op != send.op ||
+          recv.context != send.context) {
         result.mismatched.push_back("send " + describe(key, send) + " vs receive " +
                                     describe(key, recv));
       }

@@ -131,7 +131,11 @@ struct ReconcileResult {
   // (audit.limit): perhaps dropped, not recorded.
   std::size_t past_audit_limit = 0;
   std::vector<std::string> unmatched;  // one line each
-  std::vector<std::string> mismatched;  // matched by id, but bytes/tag/comm disagree
+  // Matched by id, but bytes, tag, op or communicator (context) disagree; or a message
+  // recorded twice on one side.
+  std::vector<std::string> mismatched;
+  // What could not be counted: files that cannot be read, lines over the limit, cut-off lines.
+  std::vector<std::string> unread;
   bool message_records = false;  // false: message audit was off, nothing to reconcile
 };
 /// Matches every message.send with the message.receive (or receive-side denial, or drop) of

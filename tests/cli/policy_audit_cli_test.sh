@@ -203,6 +203,10 @@ expect 2 "missing required option --from" "explain without --from" -- "$SEMPI" p
 expect 2 "not an audit directory" "audit verify of a non-directory" -- "$SEMPI" audit verify "$WORK/none"
 mkdir "$WORK/empty"
 expect 1 "missing" "audit verify of an empty directory" -- "$SEMPI" audit verify "$WORK/empty"
+expect 2 "holds no audit logs" "audit report of a directory without logs" -- \
+  "$SEMPI" audit report "$WORK/empty"
+expect 2 "holds no audit logs" "audit reconcile of a directory without logs" -- \
+  "$SEMPI" audit reconcile "$WORK/empty"
 expect 2 "" "audit without subcommand" -- "$SEMPI" audit
 expect 0 "verify" "audit --help" -- "$SEMPI" audit --help
 

@@ -31,12 +31,12 @@ constexpr const char* kVerifyUsage =
     "Checks each file's chain (sequence numbers, previous-record hashes) and the launcher's\n"
     "seal (Ed25519 signature over every chain head). Prints OK, or one line per broken place:\n"
     "FILE:LINE: KIND: what, where KIND is edited, deleted, reordered, truncated, corrupt,\n"
-    "missing, appended, foreign, unsealed or bad_seal (past the first 100 of a file, one\n"
-    "omitted line counts the rest), then notes on what the result does not cover (ranks\n"
-    "that died before closing their logs). --public-key pins the seal key (obtained out of\n"
-    "band, 64 hex digits: sempirun --audit-key-out FILE writes it) so that a wholesale\n"
-    "rewrite with a fresh key is detected too; without it, OK means the directory is\n"
-    "consistent with the key it names itself.\n"
+    "missing, appended, foreign, unreadable, unsealed or bad_seal (past the first 100 of a\n"
+    "file, one omitted line counts the rest), then notes on what the result does not cover\n"
+    "(ranks that died before closing their logs). --public-key pins the seal key (obtained\n"
+    "out of band, 64 hex digits: sempirun --audit-key-out FILE writes it) so that a rewrite\n"
+    "with a fresh key is detected too; without it, OK means the directory is consistent with\n"
+    "the key it names itself.\n"
     "\n"
     "Exit status: 0 intact, 1 tampering or damage found, 2 bad usage or not a directory.\n";
 
@@ -45,7 +45,10 @@ constexpr const char* kReportUsage =
     "\n"
     "Prints the traffic matrix (messages and bytes per sender, receiver and communicator,\n"
     "from message records: the policy's \"audit\": {\"messages\": ...} must not be off) and\n"
-    "every denial, dry-run denial and failure. Does not verify: run verify first.\n";
+    "every denial, dry-run denial and failure. Does not verify: run verify first.\n"
+    "\n"
+    "Exit status: 0 every log read, 1 part of the logs could not be counted (listed), 2 bad\n"
+    "usage or no audit logs in DIR.\n";
 
 constexpr const char* kReconcileUsage =
     "usage: sempi audit reconcile DIR [--json]\n"
@@ -56,7 +59,9 @@ constexpr const char* kReconcileUsage =
     "(message.drop) as dropped, not unmatched. Sends without a receive record to a receiver\n"
     "that had stopped recording drops from that sender (audit.limit) are counted apart.\n"
     "\n"
-    "Exit status: 0 everything matched, 1 unmatched or inconsistent messages, 2 bad usage.\n";
+    "Exit status: 0 everything matched, 1 unmatched or inconsistent messages (or a message\n"
+    "recorded twice), or part of the logs could not be counted; 2 bad usage or no audit logs\n"
+    "in DIR.\n";
 
 // JSON for the terminal: everything outside ASCII \u-escaped (C1 controls such as U+009B,
 // CSI, and DEL are as dangerous as ESC), and invalid UTF-8 replaced instead of thrown.
@@ -74,6 +79,18 @@ bool wants_help(const std::vector<std::string>& args) {
 std::string one_dir(const CliArgs& cli) {
   if (cli.positional().size() != 1) throw Error(ErrorClass::config, "expected exactly one DIR");
   return cli.positional().front();
+}
+
+// For report and reconcile, which count what they find: a directory without any log (the
+// parent of the job directories, say) is a usage error, not an empty job.
+audit::AuditDir logs_in(const CliArgs& cli) {
+  auto dir = audit::load_audit_dir(one_dir(cli));
+  if (!dir.launcher.exists && dir.ranks.empty()) {
+    throw Error(ErrorClass::config, dir.dir.string() +
+                                        " holds no audit logs (launcher.jsonl, "
+                                        "rank-R.jsonl): give a job's directory, sempi-audit/JOBID");
+  }
+  return dir;
 }
 
 int run_verify(const std::vector<std::string>& args) {
@@ -120,13 +137,13 @@ int run_report(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const CliArgs cli(args, {{}, {"--json"}});
-  const auto report = audit::report_json(audit::load_audit_dir(one_dir(cli)));
+  const auto report = audit::report_json(logs_in(cli));
   if (cli.flag("--json")) {
     std::printf("%s\n", terminal_json(report).c_str());
   } else {
     std::fputs(audit::report_text(report).c_str(), stdout);
   }
-  return kExitOk;
+  return report.contains("not_read") ? kExitFinding : kExitOk;
 }
 
 int run_reconcile(const std::vector<std::string>& args) {
@@ -135,8 +152,8 @@ int run_reconcile(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const CliArgs cli(args, {{}, {"--json"}});
-  const auto r = audit::reconcile(audit::load_audit_dir(one_dir(cli)));
-  const bool clean = r.unmatched.empty() && r.mismatched.empty();
+  const auto r = audit::reconcile(logs_in(cli));
+  const bool clean = r.unmatched.empty() && r.mismatched.empty() && r.unread.empty();
   if (cli.flag("--json")) {
     const nlohmann::ordered_json j = {{"sends", r.sends},
                                       {"matched", r.matched},
@@ -145,6 +162,7 @@ int run_reconcile(const std::vector<std::string>& args) {
                                       {"past_audit_limit", r.past_audit_limit},
                                       {"unmatched", r.unmatched},
                                       {"mismatched", r.mismatched},
+                                      {"not_read", r.unread},
                                       {"message_records", r.message_records}};
     std::printf("%s\n", terminal_json(j).c_str());
   } else {
@@ -161,6 +179,7 @@ int run_reconcile(const std::vector<std::string>& args) {
     }
     for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", printable(u).c_str());
     for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", printable(m).c_str());
+    for (const auto& u : r.unread) std::printf("not counted: %s\n", printable(u).c_str());
   }
   return clean ? kExitOk : kExitFinding;
 }
