@@ -1230,8 +1230,22 @@ void Engine::rename_comm(const CommState& comm, const std::string& name) {
   }
   const std::string previous = entry != nullptr ? entry->name : comm.name();
   // A name brings its rule's tags, collectives and sizes: it must also bring its member check,
-  // or renaming would let any set of ranks take on another communicator's rules.
-  const policy::Decision members = policy()->check_members(name, comm.world_ranks);
+  // or renaming would let any set of ranks take on another communicator's rules. world and self
+  // are made without that check, so their rules need not restrict members (the examples say
+  // "*"): another communicator takes either name only with as many members as they have.
+  const std::size_t size = comm.world_ranks.size();
+  policy::Decision members;
+  if ((name == "world" && size != static_cast<std::size_t>(config_.world_size)) ||
+      (name == "self" && size != 1)) {
+    members.verdict = policy::Verdict::deny_not_member;
+    members.rule = "predefined name";
+    members.explanation = "'" + name + "' names the predefined communicator of " +
+                          (name == "world" ? "every rank of the job" : "one rank alone") +
+                          "; communicator '" + previous + "' has " + std::to_string(size) +
+                          " members";
+  } else {
+    members = policy()->check_members(name, comm.world_ranks);
+  }
   if (!members.allowed) {
     if (audit::AuditLog* log = audit()) {
       log->event("comm.refuse", false, members.explanation,

@@ -198,13 +198,18 @@ TEST(Policy, RenameIsRefusedUnlessTheMembersFitTheNewName) {
       {"name": "world", "members": "*", "collectives": ["barrier", "comm_create"], "p2p_tags": "*"},
       {"name": "secure", "members": "lo", "p2p_tags": "*"},
       {"name": "world.dup", "members": "*"},
-      {"name": "world.split", "members": "*", "p2p_tags": ["0-9"]}]})",
+      {"name": "world.split", "members": "*", "p2p_tags": ["0-9"]},
+      {"name": "self", "members": "*", "collectives": "*", "p2p_tags": "*"}]})",
                        "rename");
   ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
   const auto refused = records(job.audit / "rank-3.jsonl", "comm.refuse");
-  ASSERT_EQ(refused.size(), 2u);
+  ASSERT_EQ(refused.size(), 4u);
   EXPECT_EQ(refused[0]["sempi"]["comm"], "secure");
   EXPECT_EQ(refused[0]["sempi"]["previous"], "world.dup");
+  // A pair taking world's or self's name (and with it their rules, "*" members included).
+  EXPECT_EQ(refused[2]["sempi"]["comm"], "world");
+  EXPECT_EQ(refused[3]["sempi"]["comm"], "self");
+  EXPECT_EQ(refused[3]["sempi"]["rule"], "predefined name");
   EXPECT_EQ(records(job.audit / "rank-0.jsonl", "comm.rename").size(), 1u);
   EXPECT_EQ(verify_text(job.audit), "OK");
 }

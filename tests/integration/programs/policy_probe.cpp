@@ -181,6 +181,12 @@ void rename(const sempi::Communicator& world) {
     const int value = r;
     expect_error(ErrorClass::policy, [&] { half.send(value, 1 - half.rank(), 500); });
   }
+  // world and self are made without a membership check, so their rules need not restrict
+  // members ("*" here): a communicator takes either name only with as many members.
+  for (const char* name : {"world", "self"}) {
+    const auto refused = expect_error(ErrorClass::policy, [&] { half.set_name(name); });
+    CHECK(refused.find("names the predefined communicator") != std::string::npos);
+  }
 }
 
 // Receives that no message could ever satisfy fail at once, whatever their source: a tag
