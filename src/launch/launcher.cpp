@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -537,6 +538,7 @@ class Launcher::Job {
     for (;;) {
       const auto now = Clock::now();
       check_deadlines(now);
+      close_output_nobody_reads();
       if (running_ == 0) {
         if (!drain_deadline_) begin_drain(now);
         if (!any_output_open() || now >= *drain_deadline_) {
@@ -807,6 +809,21 @@ class Launcher::Job {
     }
   }
 
+  // Our stdout's (or stderr's) reader has gone, as in `sempirun ... | head -1`: the ranks' pipes
+  // to it are closed, so that the ranks get EPIPE or SIGPIPE as they would in a shell pipeline
+  // instead of writing on, unread, until the job's timeout.
+  void close_output_nobody_reads() {
+    for (const bool is_out : {true, false}) {
+      if (!(is_out ? stdout_ : stderr_)->broken()) continue;
+      for (auto& rank : ranks_) {
+        UniqueFd& fd = is_out ? rank->process.out() : rank->process.err();
+        if (!fd.valid()) continue;
+        (is_out ? rank->out : rank->err).finish();
+        fd.reset();
+      }
+    }
+  }
+
   bool any_output_open() const {
     return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& rank) {
       return rank->process.out().valid() || rank->process.err().valid();
@@ -815,17 +832,23 @@ class Launcher::Job {
 
   // --- rank output --------------------------------------------------------------------------
 
-  // Reads once (or, when `until_empty`, until the pipe is empty) and forwards complete lines.
-  void read_output(std::uint32_t r, bool is_out, bool until_empty) {
+  // Reads once, or (`held`) what the pipe holds now, and forwards complete lines. Not until
+  // the pipe is empty: a child the rank left behind writing could keep it from ever being so,
+  // and the rest is read by the event loop (the drain after the job bounds it).
+  void read_output(std::uint32_t r, bool is_out, bool held) {
     Rank& rank = *ranks_[r];
     UniqueFd& fd = is_out ? rank.process.out() : rank.process.err();
     OutputForwarder& fwd = is_out ? rank.out : rank.err;
     char buf[kReadChunk];
+    int in_pipe = 0;
+    if (held && ::ioctl(fd.get(), FIONREAD, &in_pipe) != 0) in_pipe = 0;
+    std::size_t left = std::max<std::size_t>(static_cast<std::size_t>(std::max(in_pipe, 0)), 1);
     while (fd.valid()) {
       const ssize_t n = ::read(fd.get(), buf, sizeof buf);
       if (n > 0) {
         fwd.append(std::string_view(buf, static_cast<std::size_t>(n)));
-        if (!until_empty) return;
+        if (static_cast<std::size_t>(n) >= left) return;
+        left -= static_cast<std::size_t>(n);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;

@@ -67,6 +67,9 @@ struct RunOptions {
   std::function<bool(const std::string& err)> hold_stdout;
   // Called whenever stderr grows; may signal sempirun.
   std::function<void(pid_t, const std::string& err)> on_error_output;
+  // Once this returns true (given stdout so far), stdout is closed: a reader that went away,
+  // as `head -1` does.
+  std::function<bool(const std::string& out)> close_stdout;
 };
 
 // Where and how sempirun's process starts.
@@ -187,6 +190,11 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
         (i == 0 ? result.out : result.err).append(buf, static_cast<std::size_t>(n));
         if (i == 0 && options.on_output) options.on_output(pid, result.out);
         if (i == 1 && options.on_error_output) options.on_error_output(pid, result.err);
+        if (i == 0 && options.close_stdout && options.close_stdout(result.out)) {
+          ::close(fds[0].fd);
+          fds[0].fd = -1;
+          --open_pipes;
+        }
       } else if (n == 0 || errno != EINTR) {
         ::close(fds[i].fd);
         fds[i].fd = -1;
@@ -451,6 +459,34 @@ TEST(Sempirun, ChildrenThatLeftTheProcessGroupDoNotSurviveTheJob) {
   EXPECT_EQ(r.status, 0) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
   expect_all_gone(dir.path(), 1);
+}
+
+// A rank that exits leaving a child writing to its stdout: sempirun reads what the pipe held
+// when the rank exited, not until it is empty (which lasts as long as the child refills it
+// faster than it is forwarded), and the child is ended with the job. The rank exits once its
+// child is writing without a pause (a FIFO orders them, no timing involved).
+TEST(Sempirun, AChildWritingOnAfterItsRankExitedHoldsNothingUp) {
+  TempDir dir;
+  const auto fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = run_sempirun(
+      {"-n", "1", "sh", "-c",
+       "(yes sempi | { head -c 100000; echo > " + fifo.string() + "; cat; }) & read x < " +
+           fifo.string() + "; exit 0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+// sempirun's stdout reader goes away (`sempirun ... | head -1`): the ranks' stdout pipes are
+// closed, so a rank writing on dies of SIGPIPE as in a shell pipeline, instead of writing,
+// unread, until the job's timeout.
+TEST(Sempirun, ARankWritingToAReaderThatWentAwayGetsSigpipe) {
+  RunOptions head;
+  head.close_stdout = [](const std::string& out) { return !out.empty(); };
+  const auto r = run_sempirun({"-n", "2", "yes", "sempi"}, head);
+  EXPECT_EQ(r.status, 128 + SIGPIPE) << describe(r);
+  EXPECT_TRUE(contains(r.err, "was killed by signal 13 (Broken pipe)")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
 TEST(Sempirun, TimeoutTearsDownTheJob) {
