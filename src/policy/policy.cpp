@@ -322,10 +322,15 @@ struct PolicyParser {
       return {};
     }
     const auto& name = value.get_ref<const std::string&>();
-    if (name != "*" && out.group(name) == nullptr) {
+    if (!out.group_index(name)) {
       issue(path, "unknown group '" + name + "' (define it under /groups)");
     }
     return name;
+  }
+
+  // The resolved index of a reference group_ref returned (an unknown one was an issue).
+  std::size_t index_of(const std::string& ref) const {
+    return out.group_index(ref).value_or(Policy::kEveryRank);
   }
 
   std::vector<std::string> patterns(const nlohmann::json& value, const std::string& path) {
@@ -357,6 +362,7 @@ struct PolicyParser {
         issue(path, "group name '" + name + "' must be 1-64 characters of A-Z a-z 0-9 _ - .");
         continue;
       }
+      out.group_indices_.emplace(name, out.groups_.size());
       out.groups_.push_back({name, rank_set(ranks, path)});
     }
   }
@@ -383,6 +389,8 @@ struct PolicyParser {
       } else {
         segment.a = group_ref((*between)[0], path + "/between/0");
         segment.b = group_ref((*between)[1], path + "/between/1");
+        segment.a_group = index_of(segment.a);
+        segment.b_group = index_of(segment.b);
       }
       if (const auto comms = rule.find("communicators"); comms != rule.end()) {
         segment.comms = patterns(*comms, path + "/communicators");
@@ -422,11 +430,13 @@ struct PolicyParser {
           for (std::size_t g = 0; g < members->size(); ++g) {
             auto ref = group_ref((*members)[g], path + "/members/" + std::to_string(g));
             if (ref == "*") comm.any_members = true;
+            comm.member_group_indices.push_back(index_of(ref));
             comm.member_groups.push_back(std::move(ref));
           }
         } else {
           auto ref = group_ref(*members, path + "/members");
           if (ref == "*") comm.any_members = true;
+          comm.member_group_indices.push_back(index_of(ref));
           comm.member_groups.push_back(std::move(ref));
         }
       }
@@ -567,23 +577,27 @@ Policy Policy::compile(const PolicyDocument& document) {
 // --- decisions -----------------------------------------------------------------------------
 
 const RankSet* Policy::group(std::string_view name) const {
-  for (const auto& g : groups_) {
-    if (g.name == name) return &g.ranks;
-  }
-  return nullptr;
+  const auto it = group_indices_.find(name);
+  return it == group_indices_.end() ? nullptr : &groups_[it->second].ranks;
 }
 
-bool Policy::in_group(std::string_view group_name, int rank) const {
-  if (group_name == "*") return true;
-  const RankSet* set = group(group_name);
-  return set != nullptr && set->contains(rank);
+std::optional<std::size_t> Policy::group_index(std::string_view name) const {
+  if (name == "*") return kEveryRank;
+  const auto it = group_indices_.find(name);
+  if (it == group_indices_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Policy::in_group(std::size_t group, int rank) const {
+  return group == kEveryRank || groups_[group].ranks.contains(rank);
 }
 
 int Policy::segment_rule(int a, int b, std::string_view comm) const {
   if (a == b) return -2;  // a rank may always talk to itself
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     const auto& s = segments_[i];
-    const bool pair = (in_group(s.a, a) && in_group(s.b, b)) || (in_group(s.a, b) && in_group(s.b, a));
+    const bool pair = (in_group(s.a_group, a) && in_group(s.b_group, b)) ||
+                      (in_group(s.a_group, b) && in_group(s.b_group, a));
     if (!pair) continue;
     if (s.comms.empty() ||
         std::any_of(s.comms.begin(), s.comms.end(),
@@ -597,7 +611,8 @@ int Policy::segment_rule(int a, int b, std::string_view comm) const {
 bool Policy::ever_talk(int a, int b) const {
   if (mode_ == Mode::audit || a == b) return true;
   for (const auto& s : segments_) {
-    if ((in_group(s.a, a) && in_group(s.b, b)) || (in_group(s.a, b) && in_group(s.b, a))) {
+    if ((in_group(s.a_group, a) && in_group(s.b_group, b)) ||
+        (in_group(s.a_group, b) && in_group(s.b_group, a))) {
       return true;
     }
   }
@@ -686,7 +701,7 @@ Decision Policy::decide(const MessageQuery& q) const {
 bool Policy::members_fit(const CommRule& rule, const std::vector<int>& members,
                          std::string& why) const {
   if (rule.any_members) return true;
-  for (const auto& g : rule.member_groups) {
+  for (const std::size_t g : rule.member_group_indices) {
     if (std::all_of(members.begin(), members.end(), [&](int m) { return in_group(g, m); })) {
       return true;
     }

@@ -17,8 +17,11 @@
 //
 // Thread safety: Policy and CommDecisions are immutable after construction; share freely.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -181,14 +184,20 @@ class Policy {
     std::string name;
     RankSet ranks;
   };
+  // A group reference resolved when parsed: an index into groups_, or every rank ("*").
+  // Decisions test membership by index: looking groups up by name made a policy of thousands
+  // of groups and rules take hours to check at 4096 ranks.
+  static constexpr std::size_t kEveryRank = SIZE_MAX;
   struct Segment {
     std::string a, b;  // group names or "*"
+    std::size_t a_group = kEveryRank, b_group = kEveryRank;
     std::vector<std::string> comms;  // patterns; empty = every communicator
   };
   struct CommRule {
     std::string pattern;
     bool any_members = false;
     std::vector<std::string> member_groups;
+    std::vector<std::size_t> member_group_indices;  // resolved member_groups
     std::uint32_t ops = 0;
     bool any_tag = false;
     std::vector<std::pair<int, int>> tags;
@@ -198,7 +207,9 @@ class Policy {
   friend struct PolicyParser;
   explicit Policy(PolicyDocument document) : document_(std::move(document)) {}
   [[nodiscard]] const RankSet* group(std::string_view name) const;
-  [[nodiscard]] bool in_group(std::string_view group_name, int rank) const;
+  [[nodiscard]] bool in_group(std::size_t group, int rank) const;
+  /// The index of a group reference (kEveryRank for "*"); nullopt for an unknown name.
+  [[nodiscard]] std::optional<std::size_t> group_index(std::string_view name) const;
   [[nodiscard]] bool members_fit(const CommRule& rule, const std::vector<int>& members,
                                  std::string& why) const;
   /// Index of the segmentation rule letting a and b talk on `comm`, or -1.
@@ -211,6 +222,7 @@ class Policy {
   MessageAudit message_audit_ = MessageAudit::off;
   bool audit_flush_each_ = false;
   std::vector<Group> groups_;
+  std::map<std::string, std::size_t, std::less<>> group_indices_;  // name -> index in groups_
   std::vector<Segment> segments_;
   std::vector<CommRule> comms_;
   std::optional<std::uint64_t> max_bytes_;
