@@ -959,6 +959,16 @@ void check_dropped_request(const sempi::Communicator& world) {
   g_where = "dropped request";
   const auto pair = world.split(world.rank() < 2 ? 0 : sempi::UNDEFINED, world.rank());
   if (pair.is_null() || pair.size() < 2) return;
+  // Rank 1's part in each case: after the go-ahead (tag), its bcast fails, naming why.
+  const auto bcast_fails_after = [&](int tag, int count, int root) {
+    int go = 0;
+    pair.recv(go, 0, tag);
+    std::vector<int> data(static_cast<std::size_t>(count), 7);
+    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), count, root); });
+    CHECK(cls == sempi::ErrorClass::other &&
+          what.find("its request was dropped before the collective completed") !=
+              std::string::npos);
+  };
   constexpr int kCount = 1000;
   if (pair.rank() == 0) {
     {
@@ -967,13 +977,7 @@ void check_dropped_request(const sempi::Communicator& world) {
     }
     pair.send(1, 1, 5);  // only now may the root send its data
   } else {
-    int go = 0;
-    pair.recv(go, 0, 5);
-    std::vector<int> data(kCount, 7);
-    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), kCount, 1); });
-    CHECK(cls == sempi::ErrorClass::other &&
-          what.find("its request was dropped before the collective completed") !=
-              std::string::npos);
+    bcast_fails_after(5, kCount, 1);
   }
   pair.barrier();  // the pair's collectives still line up
 
@@ -989,13 +993,7 @@ void check_dropped_request(const sempi::Communicator& world) {
     CHECK(abandoned.is_null());
     pair.send(1, 1, 7);
   } else {
-    int go = 0;
-    pair.recv(go, 0, 7);
-    std::vector<int> data(kCount, 7);
-    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), kCount, 1); });
-    CHECK(cls == sempi::ErrorClass::other &&
-          what.find("its request was dropped before the collective completed") !=
-              std::string::npos);
+    bcast_fails_after(7, kCount, 1);
   }
   pair.barrier();
 
@@ -1011,13 +1009,7 @@ void check_dropped_request(const sempi::Communicator& world) {
     }
     pair.send(1, 1, 6);
   } else {
-    int go = 0;
-    pair.recv(go, 0, 6);
-    std::vector<int> data(kLarge, 0);
-    const auto [cls, what] = outcome([&] { pair.bcast(data.data(), kLarge, 0); });
-    CHECK(cls == sempi::ErrorClass::other &&
-          what.find("its request was dropped before the collective completed") !=
-              std::string::npos);
+    bcast_fails_after(6, kLarge, 0);
   }
   pair.barrier();
 }
