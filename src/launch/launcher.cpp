@@ -814,7 +814,7 @@ class Launcher::Job {
   // instead of writing on, unread, until the job's timeout.
   void close_output_nobody_reads() {
     for (const bool is_out : {true, false}) {
-      if (!(is_out ? stdout_ : stderr_)->broken()) continue;
+      if (!(is_out ? stdout_ : stderr_)->reader_gone()) continue;
       for (auto& rank : ranks_) {
         UniqueFd& fd = is_out ? rank->process.out() : rank->process.err();
         if (!fd.valid()) continue;
@@ -832,9 +832,11 @@ class Launcher::Job {
 
   // --- rank output --------------------------------------------------------------------------
 
-  // Reads once, or (`held`) what the pipe holds now, and forwards complete lines. Not until
-  // the pipe is empty: a child the rank left behind writing could keep it from ever being so,
-  // and the rest is read by the event loop (the drain after the job bounds it).
+  // Reads once; or (`held`) what the pipe holds now and once more: the end of the stream
+  // behind it, so that an exited rank's last unfinished line comes out before anything
+  // sempirun says about its exit, or one chunk of what a child it left behind keeps writing.
+  // Not until the pipe is empty, which such a child could postpone for ever: the event loop
+  // reads the rest (the drain after the job bounds it).
   void read_output(std::uint32_t r, bool is_out, bool held) {
     Rank& rank = *ranks_[r];
     UniqueFd& fd = is_out ? rank.process.out() : rank.process.err();
@@ -842,14 +844,16 @@ class Launcher::Job {
     char buf[kReadChunk];
     int in_pipe = 0;
     if (held && ::ioctl(fd.get(), FIONREAD, &in_pipe) != 0) in_pipe = 0;
-    std::size_t left = std::max<std::size_t>(static_cast<std::size_t>(std::max(in_pipe, 0)), 1);
+    const auto held_bytes = static_cast<std::size_t>(std::max(in_pipe, 0));
+    std::size_t got = 0;
     while (fd.valid()) {
       const ssize_t n = ::read(fd.get(), buf, sizeof buf);
       if (n > 0) {
         fwd.append(std::string_view(buf, static_cast<std::size_t>(n)));
-        if (static_cast<std::size_t>(n) >= left) return;
-        left -= static_cast<std::size_t>(n);
-        continue;
+        const bool within_held = got < held_bytes;
+        got += static_cast<std::size_t>(n);
+        if (within_held) continue;
+        return;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;

@@ -25,7 +25,8 @@ struct OutputWriter::State {
   std::vector<std::size_t> ends;  // where in `bytes` each queued piece ends
   std::size_t queued = 0;         // queued plus being written
   std::optional<std::size_t> wake_at_or_below;
-  bool broken = false;     // the reader went away
+  bool broken = false;       // a write failed: later pieces are dropped
+  bool reader_gone = false;  // ... with EPIPE: nobody reads at all (`| head -1` has exited)
   bool abandoned = false;  // the user gave up on it
   bool stopping = false;
 
@@ -49,7 +50,8 @@ struct OutputWriter::State {
 namespace {
 
 // Blocking, as the descriptor is; one that someone handed us non-blocking is waited on.
-bool write_fully(int fd, const char* data, std::size_t size) {
+// 0, or the errno of the failed write.
+int write_fully(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
     if (n > 0) {
@@ -63,9 +65,9 @@ bool write_fully(int fd, const char* data, std::size_t size) {
       ::poll(&p, 1, -1);
       continue;
     }
-    return false;  // EPIPE (SIGPIPE is ignored) or another error: the reader is gone
+    return n < 0 ? errno : EIO;  // EPIPE (SIGPIPE is ignored), a full disk, ...
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -142,6 +144,11 @@ bool OutputWriter::broken() const {
   return state_->broken;
 }
 
+bool OutputWriter::reader_gone() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->reader_gone;
+}
+
 void OutputWriter::abandon() {
   std::lock_guard lock(state_->mutex);
   state_->abandoned = true;
@@ -167,10 +174,12 @@ void OutputWriter::run(State& s) {
     while (i < ends.size()) {
       std::size_t end = ends[i++];
       while (i < ends.size() && ends[i] - start <= PIPE_BUF) end = ends[i++];
-      const bool ok = write_fully(s.fd, bytes.data() + start, end - start);
+      const int error = write_fully(s.fd, bytes.data() + start, end - start);
+      const bool ok = error == 0;
       lock.lock();
       s.written(end - start);
       if (!ok) s.broken = true;
+      if (error == EPIPE) s.reader_gone = true;
       const bool go_on = ok && !s.abandoned;
       if (!go_on) {  // the rest of this batch, and what was queued meanwhile, are dropped
         s.written(bytes.size() - end);

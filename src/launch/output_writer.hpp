@@ -45,8 +45,8 @@ class OutputWriter {
   OutputWriter(const OutputWriter&) = delete;
   OutputWriter& operator=(const OutputWriter&) = delete;
 
-  /// Queues one piece; never blocks. Dropped once the reader has gone away (EPIPE or another
-  /// write error): the job still runs to its end.
+  /// Queues one piece; never blocks. Dropped once a write failed (EPIPE, a full disk, ...): the
+  /// job still runs to its end.
   void write(std::string_view piece);
 
   /// Bytes queued or being written.
@@ -55,8 +55,11 @@ class OutputWriter {
   [[nodiscard]] bool congested();
   /// Everything queued was written (or dropped). If not, `wake` is called once it is.
   [[nodiscard]] bool drained();
-  /// The reader went away; later pieces are dropped.
+  /// A write failed; later pieces are dropped.
   [[nodiscard]] bool broken() const;
+  /// A write failed with EPIPE: the pipe's reader has gone (not a full disk, which the
+  /// program run alone would ignore too).
+  [[nodiscard]] bool reader_gone() const;
   /// Drops what is queued and not yet being written, and every later piece; the destructor
   /// will not wait. For when the user gave up on a reader that does not read (an interrupt).
   void abandon();

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -487,6 +488,30 @@ TEST(Sempirun, ARankWritingToAReaderThatWentAwayGetsSigpipe) {
   EXPECT_EQ(r.status, 128 + SIGPIPE) << describe(r);
   EXPECT_TRUE(contains(r.err, "was killed by signal 13 (Broken pipe)")) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+// Only a reader that went away (EPIPE) closes the ranks' pipes: a write error such as a full
+// disk drops the output, and the job runs to its end, as the program run alone would.
+TEST(Sempirun, AFullDiskDropsOutputButEndsNoRank) {
+  const std::string command = "timeout 60 " + std::string(SEMPIRUN_PATH) +
+                              " -n 1 sh -c 'yes sempi | head -c 10000000' > /dev/full 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// What a rank wrote last before it failed, an unfinished line included (held back when output
+// is tagged, until its end is read), comes before what sempirun says about its exit.
+TEST(Sempirun, ARanksLastWordsComeBeforeTheReportOfItsExit) {
+  const auto r = run_sempirun({"-n", "2", "--tag-output", "sh", "-c",
+                               "if [ $SEMPI_RANK = 1 ]; then printf 'fatal: bad input' >&2; "
+                               "exit 3; fi; exec sleep 300"});
+  EXPECT_EQ(r.status, 3) << describe(r);
+  const auto words = r.err.find("fatal: bad input");
+  const auto report = r.err.find("sempirun: rank 1 exited with status 3");
+  ASSERT_NE(words, std::string::npos) << describe(r);
+  ASSERT_NE(report, std::string::npos) << describe(r);
+  EXPECT_LT(words, report) << describe(r);
 }
 
 TEST(Sempirun, TimeoutTearsDownTheJob) {
