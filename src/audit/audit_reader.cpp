@@ -685,12 +685,12 @@ void for_each_whole_record(const LogFile& file, std::vector<std::string>& unread
                            const std::function<void(const Record&)>& visit) {
   try {
     for_each_record(file, [&](const Record& r) {
-      const std::string where = file.name + ":" + std::to_string(r.line);
+      const auto where = [&] { return file.name + ":" + std::to_string(r.line); };
       if (r.oversized) {
-        unread.push_back(where + ": a line over " + std::to_string(kMaxRecordBytes >> 20) +
+        unread.push_back(where() + ": a line over " + std::to_string(kMaxRecordBytes >> 20) +
                          " MiB; the rest of the file was not read");
       } else if (r.cut_off) {
-        unread.push_back(where + ": the last line is cut off (no newline); not counted");
+        unread.push_back(where() + ": the last line is cut off (no newline); not counted");
       } else if (r.parsed()) {
         visit(r);
       }

@@ -53,8 +53,9 @@ constexpr const char* kUsage =
     "  124      --timeout expired, or a rank did not enroll within SEMPI_START_TIMEOUT\n"
     "           seconds (default 300) of the first\n"
     "  128+N    sempirun was interrupted by signal N: SIGHUP (129), SIGINT (130), SIGQUIT,\n"
-    "           SIGTERM (143), SIGALRM, SIGXCPU or SIGXFSZ end the job in order (a signal\n"
-    "           ignored when sempirun started, as under nohup, stays ignored, in the ranks too)\n"
+    "           SIGTERM (143), SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO or\n"
+    "           SIGPWR end the job in order (a signal ignored when sempirun started, as\n"
+    "           under nohup, stays ignored, in the ranks too)\n"
     "SIGUSR1 and SIGUSR2 are passed on to every rank.\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
     "SIGKILL after 2 more seconds.\n";

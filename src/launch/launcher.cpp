@@ -90,9 +90,10 @@ extern "C" void on_signal(int signo) {
 
 // Signals that end the job in order (teardown, then the seal; exit status 128 + N) instead of
 // killing sempirun and leaving the ranks' own children and the log unsealed: an interrupt, a
-// hang-up, a kill request, and the resource and timer signals a batch system or a limit sends.
-constexpr int kJobEndingSignals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
-                                     SIGALRM, SIGXCPU, SIGXFSZ};
+// hang-up, a kill request, the resource and timer signals a batch system or a limit sends, and
+// the other terminating signals a user or a tool may send (profiling timers, I/O, power).
+constexpr int kJobEndingSignals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGALRM, SIGXCPU,
+                                     SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
 // Signals passed on to every rank, as mpirun does: what a batch system's "warn before the end"
 // (Slurm's --signal) or a user sends the job.
 constexpr int kForwardedSignals[] = {SIGUSR1, SIGUSR2};

@@ -594,10 +594,12 @@ TEST(Sempirun, SigtermTerminatesEveryRank) { expect_interrupt(SIGTERM, 143); }
 TEST(Sempirun, SighupTerminatesEveryRank) { expect_interrupt(SIGHUP, 129); }
 
 // So do the signals of a CPU-time limit and of Ctrl-\ (which used to kill sempirun alone,
-// leaving the ranks' children and an unsealed log).
+// leaving the ranks' children and an unsealed log), and the timer signals nobody expects.
 TEST(Sempirun, SigxcpuAndSigquitEndTheJobInOrder) {
   expect_interrupt(SIGXCPU, 128 + SIGXCPU);
   expect_interrupt(SIGQUIT, 128 + SIGQUIT);
+  expect_interrupt(SIGPROF, 128 + SIGPROF);
+  expect_interrupt(SIGVTALRM, 128 + SIGVTALRM);
 }
 
 // SIGUSR1 and SIGUSR2 reach every rank once (a batch system's warning before the end), and the
