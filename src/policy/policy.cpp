@@ -576,11 +576,6 @@ Policy Policy::compile(const PolicyDocument& document) {
 
 // --- decisions -----------------------------------------------------------------------------
 
-const RankSet* Policy::group(std::string_view name) const {
-  const auto it = group_indices_.find(name);
-  return it == group_indices_.end() ? nullptr : &groups_[it->second].ranks;
-}
-
 std::optional<std::size_t> Policy::group_index(std::string_view name) const {
   if (name == "*") return kEveryRank;
   const auto it = group_indices_.find(name);

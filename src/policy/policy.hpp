@@ -206,7 +206,6 @@ class Policy {
 
   friend struct PolicyParser;
   explicit Policy(PolicyDocument document) : document_(std::move(document)) {}
-  [[nodiscard]] const RankSet* group(std::string_view name) const;
   [[nodiscard]] bool in_group(std::size_t group, int rank) const;
   /// The index of a group reference (kEveryRank for "*"); nullopt for an unknown name.
   [[nodiscard]] std::optional<std::size_t> group_index(std::string_view name) const;
