@@ -711,13 +711,19 @@ bool is_dry_run(const Record& r) {
 
 nlohmann::ordered_json report_json(const AuditDir& dir) {
   using Json = nlohmann::ordered_json;
+  // A row is a communicator, not a name: names are local (MPI_Comm_set_name on one side), the
+  // context is what both ends agree on. A record without a context keys by its name.
+  using Row = std::tuple<int, int, std::int64_t, std::string>;  // from, to, context, name
   struct Cell {
+    std::string comm;                   // the name in the first record of the row
+    std::set<std::string> other_names;  // renamed on one side, or named differently
     std::uint64_t messages = 0;
     std::uint64_t bytes = 0;
     std::uint64_t received = 0;
     std::uint64_t received_bytes = 0;
   };
-  std::map<std::tuple<int, int, std::string>, Cell> matrix;
+  constexpr std::size_t kNamesPerRow = 8;  // bounds what a hostile log can make a row hold
+  std::map<Row, Cell> matrix;
   Json events = Json::array();
   std::string job;
   std::string policy_note;
@@ -729,9 +735,17 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
       if (action == "message.send" || action == "message.receive") {
         const bool send = action == "message.send";
         const int peer = int_field<int>(r, "peer");
-        const auto key = send ? std::make_tuple(rank, peer, str_field(r, "comm"))
-                              : std::make_tuple(peer, rank, str_field(r, "comm"));
-        auto& cell = matrix[key];
+        const std::string name = str_field(r, "comm");
+        // Both contexts of a communicator (point-to-point 2c, collectives 2c + 1) make one row.
+        const std::int64_t context = int_field(r, "context");
+        const std::int64_t comm = context >= 0 ? context & ~std::int64_t{1} : -1;
+        const std::string by_name = context >= 0 ? std::string() : name;
+        auto& cell = matrix[send ? Row{rank, peer, comm, by_name} : Row{peer, rank, comm, by_name}];
+        if (cell.messages + cell.received == 0) {
+          cell.comm = name;
+        } else if (name != cell.comm && cell.other_names.size() < kNamesPerRow) {
+          cell.other_names.insert(name);
+        }
         const auto bytes = int_field<std::uint64_t>(r, "bytes", 0);
         if (send) {
           ++cell.messages;
@@ -777,13 +791,14 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
   if (!policy_note.empty()) report["policy"] = policy_note;
   Json traffic = Json::array();
   for (const auto& [key, cell] : matrix) {
-    traffic.push_back({{"from", std::get<0>(key)},
-                       {"to", std::get<1>(key)},
-                       {"comm", std::get<2>(key)},
-                       {"messages", cell.messages},
-                       {"bytes", cell.bytes},
-                       {"received", cell.received},
-                       {"received_bytes", cell.received_bytes}});
+    Json row = {{"from", std::get<0>(key)}, {"to", std::get<1>(key)}, {"comm", cell.comm}};
+    if (std::get<2>(key) >= 0) row["context"] = std::get<2>(key);
+    if (!cell.other_names.empty()) row["also_named"] = cell.other_names;
+    row["messages"] = cell.messages;
+    row["bytes"] = cell.bytes;
+    row["received"] = cell.received;
+    row["received_bytes"] = cell.received_bytes;
+    traffic.push_back(std::move(row));
   }
   report["traffic"] = std::move(traffic);
   report["denials_and_failures"] = std::move(events);
@@ -811,9 +826,15 @@ std::string report_text(const nlohmann::ordered_json& report) {
     row("from", "to", "communicator", "messages", "bytes", "received", "recv bytes");
   }
   for (const auto& t : report["traffic"]) {
-    row(t["from"].get<int>(), t["to"].get<int>(), printable(t["comm"].get<std::string>()),
-        t["messages"].get<std::uint64_t>(), t["bytes"].get<std::uint64_t>(),
-        t["received"].get<std::uint64_t>(), t["received_bytes"].get<std::uint64_t>());
+    std::string comm = in_quotes(t["comm"].get<std::string>());
+    if (t.contains("also_named")) {
+      comm += " (also";
+      for (const auto& name : t["also_named"]) comm += " " + in_quotes(name.get<std::string>());
+      comm += ")";
+    }
+    row(t["from"].get<int>(), t["to"].get<int>(), comm, t["messages"].get<std::uint64_t>(),
+        t["bytes"].get<std::uint64_t>(), t["received"].get<std::uint64_t>(),
+        t["received_bytes"].get<std::uint64_t>());
   }
   s << "\ndenials and failures:\n";
   if (report["denials_and_failures"].empty()) s << "  (none)\n";
@@ -822,8 +843,8 @@ std::string report_text(const nlohmann::ordered_json& report) {
       << " " << printable(e["action"].get<std::string>()) << (e["dry_run"].get<bool>() ? " (dry run, not enforced)" : "");
     if (e.contains("rank")) s << " rank " << e["rank"].get<long long>();
     if (e.contains("peer")) s << " peer " << e["peer"].get<long long>();
-    if (e.contains("comm")) s << " comm " << printable(e["comm"].get<std::string>());
-    if (e.contains("op")) s << " op " << printable(e["op"].get<std::string>());
+    if (e.contains("comm")) s << " comm " << in_quotes(e["comm"].get<std::string>());
+    if (e.contains("op")) s << " op " << in_quotes(e["op"].get<std::string>());
     if (e.contains("tag")) s << " tag " << e["tag"].get<long long>();
     if (e.contains("bytes")) s << " bytes " << e["bytes"].get<long long>();
     if (e.contains("msg")) s << " msg " << e["msg"].get<long long>();
@@ -893,9 +914,9 @@ ReconcileResult reconcile(const AuditDir& dir) {
   }
   auto describe = [](const Key& k, const Msg& m) {
     return "rank " + std::to_string(std::get<0>(k)) + " -> rank " + std::to_string(std::get<1>(k)) +
-           " msg " + std::to_string(std::get<2>(k)) + " comm " + m.comm + " op " + m.op + " tag " +
-           std::to_string(m.tag) + " bytes " + std::to_string(m.bytes) + " (" + m.file + ":" +
-           std::to_string(m.line) + ")";
+           " msg " + std::to_string(std::get<2>(k)) + " comm " + in_quotes(m.comm) + " op " +
+           in_quotes(m.op) + " tag " + std::to_string(m.tag) + " bytes " + std::to_string(m.bytes) +
+           " (" + m.file + ":" + std::to_string(m.line) + ")";
   };
   result.sends = sends.size();
   for (const auto& [key, send] : sends) {

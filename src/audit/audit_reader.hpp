@@ -118,7 +118,8 @@ struct VerifyResult {
 VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& public_key);
 
 /// Traffic matrix (messages and bytes per rank pair and communicator, from message.send
-/// records), receives, and every denial and failure.
+/// records), receives, and every denial and failure. A communicator is told by its context,
+/// which both ends agree on; the names it had ("comm", then "also_named") are local.
 nlohmann::ordered_json report_json(const AuditDir& dir);
 std::string report_text(const nlohmann::ordered_json& report);
 
@@ -130,7 +131,9 @@ struct ReconcileResult {
   // Sends without a receive, to a receiver that stopped writing drop records for that sender
   // (audit.limit): perhaps dropped, not recorded.
   std::size_t past_audit_limit = 0;
-  std::vector<std::string> unmatched;  // one line each
+  // unmatched and mismatched: one line each, ready to print (names quoted, what the log says
+  // escaped: see in_quotes()).
+  std::vector<std::string> unmatched;
   // Matched by id, but bytes, tag, op or communicator (context) disagree; or a message
   // recorded twice on one side.
   std::vector<std::string> mismatched;

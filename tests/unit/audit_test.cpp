@@ -911,6 +911,27 @@ TEST(AuditPrintable, StrayC1BytesAreEscapedAndUtf8IsKept) {
   EXPECT_EQ(printable(utf8), utf8);
 }
 
+// Text that shows as "world" must be "world": the characters that print as nothing, or
+// reorder the rest of the line (bidi controls, CVE-2021-42574), are escaped too.
+TEST(AuditPrintable, InvisibleAndBidiCharactersAreEscaped) {
+  EXPECT_EQ(printable("wor\xe2\x80\x8bld"), "wor\\u200bld");  // zero-width space
+  EXPECT_EQ(printable("a\xe2\x80\xae"
+                      "b\xe2\x81\xa9"),
+            "a\\u202eb\\u2069");  // RLO ... PDI
+  EXPECT_EQ(printable("\xd8\x9c\xef\xbb\xbf"), "\\u061c\\ufeff");
+  EXPECT_EQ(printable("\xe2\x80\xa8"), "\\u2028");  // line separator
+  EXPECT_EQ(printable("\xe2\x80\xa7 \xe2\x80\xaf"),
+            "\xe2\x80\xa7 \xe2\x80\xaf");  // neighbours kept
+}
+
+// A quoted name cannot pass for more fields: its quotes are escaped, and so is any backslash.
+TEST(AuditPrintable, QuotedEscapesQuotesAndBackslashes) {
+  EXPECT_EQ(in_quotes("world"), "\"world\"");
+  EXPECT_EQ(in_quotes("x\" op \"p2p"), "\"x\\\" op \\\"p2p\"");
+  EXPECT_EQ(in_quotes("a\\\"b"), "\"a\\\\\\\"b\"");
+  EXPECT_EQ(in_quotes("\x1b"), "\"\\x1b\"");
+}
+
 TEST(AuditPrintable, PrintableLinesKeepsLineBreaksOnly) {
   EXPECT_EQ(printable_lines("invalid policy:\n  /groups/a: '\x1b[2J'\r\n"),
             "invalid policy:\n  /groups/a: '\\x1b[2J'\\x0d\n");
@@ -963,8 +984,9 @@ TEST(AuditReport, TextRowsHoldLongCommunicatorNamesWhole) {
                           "recv bytes")),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find(row("0", "1", "world", "5", "500", "5", "500")), std::string::npos) << text;
-  EXPECT_NE(text.find(row("2", "0", printable(comm), "3", "300", "0", "0")), std::string::npos)
+  EXPECT_NE(text.find(row("0", "1", "\"world\"", "5", "500", "5", "500")), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(row("2", "0", in_quotes(comm), "3", "300", "0", "0")), std::string::npos)
       << text;
   EXPECT_NE(text.find("\ndenials and failures:\n"), std::string::npos) << text;
 }
@@ -1131,6 +1153,67 @@ TEST(AuditReconcile, ASendTheReceiverDroppedCountsAsDroppedNotUnmatched) {
   EXPECT_EQ(result.matched, 10u);
   EXPECT_EQ(result.dropped, 0u);
   EXPECT_TRUE(result.unmatched.empty());
+}
+
+// A row is a communicator, told by its context: a name is local, so a rename on one side (or a
+// communicator named differently at each end) keeps its traffic in one row, with every name.
+// Traffic of another communicator under the same name stays apart.
+TEST(AuditReport, RowsAreCommunicatorsNotNames) {
+  TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    auto log = AuditLog::create(dir.path() / rank_file_name(r), {kJob, r});
+    MessageRecord m;
+    m.peer = 1 - r;
+    m.context = 8;
+    m.bytes = 10;
+    m.msg = 1;
+    m.action = r == 0 ? "message.send" : "message.receive";
+    m.comm = r == 0 ? "workers" : "x\" op \"p2p";
+    log->message(m);
+    m.context = 9;  // the same communicator's collectives
+    m.msg = 2;
+    m.comm = r == 0 ? "renamed" : m.comm;
+    log->message(m);
+    m.context = 10;  // another communicator, with a name the first one had
+    m.msg = 3;
+    m.comm = "workers";
+    log->message(m);
+    log->close();
+  }
+  const auto report = report_json(load_audit_dir(dir.path()));
+  ASSERT_EQ(report["traffic"].size(), 2u) << report.dump();
+  const auto& first = report["traffic"][0];
+  EXPECT_EQ(first["comm"], "workers");
+  EXPECT_EQ(first["context"], 8);
+  EXPECT_EQ(first["also_named"], nlohmann::json({"renamed", "x\" op \"p2p"}));
+  EXPECT_EQ(first["messages"], 2);
+  EXPECT_EQ(first["received"], 2);
+  EXPECT_EQ(report["traffic"][1]["context"], 10);
+  EXPECT_EQ(report["traffic"][1]["messages"], 1);
+  const std::string text = report_text(report);
+  EXPECT_NE(text.find("\"workers\" (also \"renamed\" \"x\\\" op \\\"p2p\")"), std::string::npos)
+      << text;
+}
+
+// What reconcile lists names each communicator and op in quotes: a name cannot forge fields.
+TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
+  TempDir dir;
+  {
+    auto log = AuditLog::create(dir.path() / rank_file_name(0), {kJob, 0});
+    MessageRecord m;
+    m.action = "message.send";
+    m.peer = 1;
+    m.comm = "w\" op \"p2p\" tag 0 (rank-1.jsonl:2)\xe2\x80\xae";
+    m.msg = 1;
+    log->message(m);
+    log->close();
+  }
+  const auto result = reconcile(load_audit_dir(dir.path()));
+  ASSERT_EQ(result.unmatched.size(), 1u);
+  EXPECT_EQ(result.unmatched[0],
+            "sent, never received: rank 0 -> rank 1 msg 1 comm "
+            "\"w\\\" op \\\"p2p\\\" tag 0 (rank-1.jsonl:2)\\u202e\" op \"p2p\" tag 0 bytes 0 "
+            "(rank-0.jsonl:1)");
 }
 
 }  // namespace

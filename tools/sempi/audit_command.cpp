@@ -177,8 +177,9 @@ int run_reconcile(const std::vector<std::string>& args) {
           "for that sender (audit.limit): dropped perhaps, not recorded\n",
           r.past_audit_limit);
     }
-    for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", printable(u).c_str());
-    for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", printable(m).c_str());
+    // Ready to print: names quoted and escaped where reconcile wrote them.
+    for (const auto& u : r.unmatched) std::printf("unmatched: %s\n", u.c_str());
+    for (const auto& m : r.mismatched) std::printf("inconsistent: %s\n", m.c_str());
     for (const auto& u : r.unread) std::printf("not counted: %s\n", printable(u).c_str());
   }
   return clean ? kExitOk : kExitFinding;
