@@ -21,7 +21,7 @@ inline constexpr std::uint32_t kMaxRanks = 4096;
 inline constexpr std::int64_t kMaxTimeoutSeconds = 365LL * 24 * 3600;
 
 /// Exit statuses of sempirun that are not a rank's own status.
-inline constexpr int kExitUsage = 2;      ///< bad command line, policy, or program not executable
+inline constexpr int kExitUsage = 2;      ///< bad command line or policy
 inline constexpr int kExitTimeout = 124;  ///< --timeout expired (as timeout(1))
 /// Interrupted by signal N (one of kJobEndingSignals): 128 + N, as a shell reports it.
 inline constexpr int kExitSignalBase = 128;

@@ -33,6 +33,7 @@
 #include "launch/job_socket_dir.hpp"
 #include "launch/output_forwarder.hpp"
 #include "launch/output_writer.hpp"
+#include "launch/program_path.hpp"
 #include "launch/rank_process.hpp"
 #include "pki/job_ca.hpp"
 #include "pki/job_id.hpp"
@@ -354,9 +355,13 @@ class Launcher::Job {
         ranks_.push_back(std::make_unique<Rank>(std::move(process), fwd, out, err));
         pid_to_rank_[ranks_.back()->process.pid()] = r;
         ++running_;
-      } catch (const Error& e) {
+      } catch (const CannotExecute& e) {
         // Not a rank's failure: the job could not be started as asked (usually a typo in the
         // program name, identical for every rank, so rank 0 reports it before any other runs).
+        report("error: " + std::string(e.what()));
+        cause(e.shell_status(), "sempirun could not start rank " + std::to_string(r), true);
+        break;
+      } catch (const Error& e) {
         report("error: " + std::string(e.what()));
         cause(kExitUsage, "sempirun could not start rank " + std::to_string(r), true);
         break;

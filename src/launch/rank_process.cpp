@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "launch/program_path.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::launch {
@@ -77,7 +78,7 @@ constexpr int kStageExec = 2;
 
 // Runs in the child between fork and exec: system calls only (no allocation, no locks).
 [[noreturn]] void exec_child(pid_t launcher, int dev_null, int out, int err, int bootstrap,
-                             int report, char* const* argv, char* const* envp,
+                             int report, const char* program, char* const* argv, char* const* envp,
                              const rlimit* nofile, std::uint64_t ignored_signals) {
   ::setpgid(0, 0);
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
@@ -124,7 +125,8 @@ constexpr int kStageExec = 2;
   sigemptyset(&none);
   ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
 
-  ::execvpe(argv[0], argv, envp);
+  // `program` has a slash: no search. execvpe still runs a script without #! with /bin/sh.
+  ::execvpe(program, argv, envp);
   child_fail(report, kStageExec);
 }
 
@@ -146,6 +148,7 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
   if (request.argv.empty()) throw Error(ErrorClass::arg, "spawn: empty argv");
 
   // Everything the child needs is prepared before fork: the child must not allocate.
+  const std::string program = find_program(request.argv[0], request.env);
   std::vector<char*> argv;
   for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -172,9 +175,8 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     pid = ::fork();
     if (pid == 0) {
       exec_child(launcher, dev_null.get(), out.write.get(), err.write.get(), rank_end.get(),
-                 report.write.get(), argv.data(), envp.data(),
-                 request.nofile_limit ? &*request.nofile_limit : nullptr,
-                 request.ignored_signals);
+                 report.write.get(), program.c_str(), argv.data(), envp.data(),
+                 request.nofile_limit ? &*request.nofile_limit : nullptr, request.ignored_signals);
     }
   }
   if (pid < 0) throw_errno("cannot fork");
@@ -208,8 +210,10 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (failure.stage == kStageExec) {
-      throw Error(ErrorClass::config,
-                  "cannot execute " + request.argv[0] + ": " + std::strerror(failure.error));
+      // The file was there a moment ago: ENOENT now is most likely its interpreter.
+      throw CannotExecute(
+          request.argv[0], failure.error, kExitNotExecutable,
+          failure.error == ENOENT ? " (or the interpreter its #! line names)" : std::string());
     }
     throw Error(ErrorClass::io, "cannot set up the process for " + request.argv[0] + ": " +
                                     std::strerror(failure.error));

@@ -40,7 +40,7 @@ struct ExitStatus {
 };
 
 struct SpawnRequest {
-  std::vector<std::string> argv;  ///< argv[0] is searched in PATH (execvp rules)
+  std::vector<std::string> argv;  ///< argv[0] is searched in env's PATH (find_program)
   std::vector<std::string> env;   ///< complete environment, "NAME=VALUE"
   /// RLIMIT_NOFILE to restore in the child (the launcher raises its own soft limit).
   std::optional<rlimit> nofile_limit;
@@ -51,9 +51,9 @@ struct SpawnRequest {
 
 class RankProcess {
  public:
-  /// Starts the process and waits until it has exec'd. Throws sempi::Error(config)
-  /// "cannot execute PROGRAM: reason" if exec fails (the failed child is reaped), or
-  /// sempi::Error(io) if a pipe, socket or fork fails.
+  /// Starts the process and waits until it has exec'd. Throws CannotExecute ("cannot execute
+  /// PROGRAM: reason") if the program is not found or exec fails (the failed child is
+  /// reaped), or sempi::Error(io) if a pipe, socket or fork fails.
   static RankProcess spawn(const SpawnRequest& request);
 
   [[nodiscard]] pid_t pid() const noexcept { return pid_; }

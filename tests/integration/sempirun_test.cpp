@@ -698,13 +698,14 @@ TEST(Sempirun, JobSocketDirectoryIsRemovedWhenTheJobEnds) {
 struct UsageCase {
   std::vector<std::string> args;
   std::string message;
+  int status = 2;  // 127: no such program, as a shell
 };
 
 class SempirunUsage : public testing::TestWithParam<UsageCase> {};
 
-TEST_P(SempirunUsage, ExitsTwoWithAClearMessage) {
+TEST_P(SempirunUsage, ExitsWithAClearMessage) {
   const auto r = run_sempirun(GetParam().args);
-  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_EQ(r.status, GetParam().status) << describe(r);
   EXPECT_TRUE(r.err.starts_with("sempirun: error: ")) << describe(r);
   EXPECT_TRUE(contains(r.err, GetParam().message)) << describe(r);
   EXPECT_EQ(r.out, "");
@@ -730,9 +731,15 @@ INSTANTIATE_TEST_SUITE_P(
                     UsageCase{{"--policy", "/nonexistent/policy.json", "true"},
                               "cannot read policy file /nonexistent/policy.json"},
                     UsageCase{{"/nonexistent/program"},
-                              "cannot execute /nonexistent/program: No such file or directory"},
+                              "cannot execute /nonexistent/program: No such file or directory",
+                              127},
                     UsageCase{{"-n", "3", "no-such-program-sempirun-test"},
-                              "cannot execute no-such-program-sempirun-test: No such file"}));
+                              "cannot execute no-such-program-sempirun-test: No such file",
+                              127},
+                    UsageCase{{"-x", "PATH=/nonexistent", "true"},
+                              "cannot execute true: No such file or directory (not found in the "
+                              "ranks' PATH)",
+                              127}));
 
 TEST(Sempirun, InvalidPolicyFile) {
   TempDir dir;
@@ -763,10 +770,41 @@ TEST(Sempirun, ProgramWithoutExecutePermission) {
   std::ofstream(path) << "#!/bin/sh\necho hi\n";
   ::chmod(path.c_str(), 0644);
   const auto r = run_sempirun({"-n", "2", path.string()});
-  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_EQ(r.status, 126) << describe(r);  // as a shell
   EXPECT_TRUE(contains(r.err, "cannot execute " + path.string() + ": Permission denied"))
       << describe(r);
   EXPECT_EQ(r.out, "");
+  // Found in PATH but not executable: 126 too, unless an executable one comes later.
+  const auto in_path = run_sempirun({"-x", "PATH=" + dir.path().string(), "script.sh"});
+  EXPECT_EQ(in_path.status, 126) << describe(in_path);
+  EXPECT_TRUE(contains(in_path.err, "cannot execute script.sh: Permission denied"))
+      << describe(in_path);
+  std::filesystem::create_directory(dir.path() / "bin");
+  std::ofstream(dir.path() / "bin" / "script.sh") << "#!/bin/sh\necho second\n";
+  ::chmod((dir.path() / "bin" / "script.sh").c_str(), 0755);
+  const auto later = run_sempirun(
+      {"-x", "PATH=" + dir.path().string() + ":" + (dir.path() / "bin").string(), "script.sh"});
+  EXPECT_EQ(later.status, 0) << describe(later);
+  EXPECT_EQ(later.out, "second\n");
+}
+
+// The program is looked up in the ranks' PATH (sempirun -x PATH=...), not sempirun's own: as
+// with Open MPI's mpirun, and as the ranks' own exec calls will see it.
+TEST(Sempirun, ProgramIsFoundInTheRanksPath) {
+  TempDir dir;
+  const auto path = dir.path() / "sempirun-test-only-here";
+  std::ofstream(path) << "#!/bin/sh\necho \"found $SEMPI_RANK\"\n";
+  ::chmod(path.c_str(), 0700);
+  const auto r =
+      run_sempirun({"-x", "PATH=/usr/bin:/bin:" + dir.path().string(), "sempirun-test-only-here"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "found 0\n");
+  // An interpreter that does not exist: the file was found, so 126, and the message says
+  // where to look.
+  std::ofstream(path) << "#!/nonexistent/interpreter\n";
+  const auto bad = run_sempirun({"-x", "PATH=" + dir.path().string(), "sempirun-test-only-here"});
+  EXPECT_EQ(bad.status, 126) << describe(bad);
+  EXPECT_TRUE(contains(bad.err, "(or the interpreter its #! line names)")) << describe(bad);
 }
 
 TEST(Sempirun, HelpAndVersion) {

@@ -1,0 +1,76 @@
+#include "launch/program_path.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+namespace sempi::launch {
+namespace {
+
+std::string default_path() {
+  const std::size_t n = ::confstr(_CS_PATH, nullptr, 0);
+  if (n == 0) return "/bin:/usr/bin";
+  std::string path(n, '\0');
+  ::confstr(_CS_PATH, path.data(), n);
+  path.resize(n - 1);
+  return path;
+}
+
+std::string path_of(const std::vector<std::string>& env) {
+  for (auto it = env.rbegin(); it != env.rend(); ++it) {
+    if (it->starts_with("PATH=")) return it->substr(5);
+  }
+  return default_path();
+}
+
+// 0 if `file` can be executed; else the errno exec would give.
+int executable(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return EACCES;  // exec refuses directories and devices so
+  return ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+CannotExecute::CannotExecute(const std::string& program, int error, int shell_status,
+                             const std::string& hint)
+    : Error(ErrorClass::config, "cannot execute " + program + ": " + std::strerror(error) + hint),
+      error_(error),
+      shell_status_(shell_status) {}
+
+namespace {
+
+[[noreturn]] void cannot_find(const std::string& program, int error, const std::string& hint = {}) {
+  throw CannotExecute(program, error, error == ENOENT ? kExitNotFound : kExitNotExecutable, hint);
+}
+
+}  // namespace
+
+std::string find_program(const std::string& program, const std::vector<std::string>& env) {
+  if (program.empty()) cannot_find("''", ENOENT);
+  if (program.find('/') != std::string::npos) {
+    if (const int error = executable(program); error != 0) cannot_find(program, error);
+    return program;
+  }
+  int found_but = ENOENT;
+  const std::string path = path_of(env);
+  for (std::size_t start = 0;;) {
+    const std::size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + program;
+    const int error = executable(candidate);
+    if (error == 0) return candidate;
+    if (error != ENOENT && error != ENOTDIR) found_but = error;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  cannot_find(program, found_but,
+              found_but == ENOENT ? " (not found in the ranks' PATH)" : std::string());
+}
+
+}  // namespace sempi::launch

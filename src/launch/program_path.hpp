@@ -1,0 +1,38 @@
+#pragma once
+// Finding the program a rank runs, as a shell would, before the launcher forks: in the PATH of
+// the rank's own environment (so `sempirun -x PATH=...` decides, as with Open MPI), and with a
+// shell's exit status when it cannot be run.
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "sempi/error.hpp"
+
+namespace sempi::launch {
+
+/// PROGRAM cannot be started. error() is the errno; shell_status() what a shell returns for it:
+/// 127 if there is no such program, 126 if there is one that cannot be executed.
+class CannotExecute : public Error {
+ public:
+  CannotExecute(const std::string& program, int error, int shell_status,
+                const std::string& hint = {});
+  [[nodiscard]] int error() const noexcept { return error_; }
+  [[nodiscard]] int shell_status() const noexcept { return shell_status_; }
+
+ private:
+  int error_;
+  int shell_status_;
+};
+
+inline constexpr int kExitNotFound = 127;       ///< no such program (as a shell)
+inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as a shell)
+
+/// The file `program` names: itself if it contains a slash, else the first executable regular
+/// file of that name in the PATH of `env` ("NAME=VALUE" entries; without PATH, the system's
+/// default, as execvp uses). An empty PATH entry is the working directory. Throws
+/// CannotExecute: ENOENT if nothing of that name exists, EACCES if only files that cannot be
+/// executed (or a directory) do.
+std::string find_program(const std::string& program, const std::vector<std::string>& env);
+
+}  // namespace sempi::launch
