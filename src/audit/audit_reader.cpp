@@ -147,9 +147,12 @@ struct ChainCheck {
 // Walks one file's chain and reports each broken place once, in line order: the first
 // kMaxFindingsPerFile of them, then how many more there are. One pass over the file; what is
 // kept per record is its sequence number, only if it has one: a hostile file of empty or
-// broken lines costs no memory per line.
+// broken lines costs no memory per line. `observe` sees each whole record after it is
+// checked (and may take it over), so that a caller needs no second read, which a writer could
+// race; `job` may be the variable it sets from the first record.
 ChainCheck check_chain(const LogFile& file, const std::string& job, std::optional<int> rank,
-                       std::vector<Finding>& out) {
+                       std::vector<Finding>& out,
+                       const std::function<void(Record&)>& observe = {}) {
   ChainCheck result;
   const std::size_t first_finding = out.size();
   // The finding's index in `out`; nullopt past the limit, where it is only counted.
@@ -207,7 +210,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   Link pending;  // the record read last (if result.records > 0), its link not checked yet
   std::int64_t expected = 0;          // the sequence number the next record should have
   std::string prev_hash = kZeroHash;  // of the record before the one read
-  for_each_record(file, [&](const Record& r) {
+  for_each_record(file, [&](Record& r) {
     if (r.cut_off) {  // the last line: left out of the chain, as the launcher's seal leaves it
       result.cut_off_line = r.line;
       return true;
@@ -254,6 +257,7 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     result.records = r.line;
     before = pending;
     pending = link;
+    if (observe) observe(r);
     return true;
   });
   if (result.records > 0) {
@@ -457,13 +461,18 @@ AuditDir load_audit_dir(const fs::path& dir) {
   AuditDir result;
   result.dir = dir;
   result.launcher = log_file(dir / kLauncherFile, kLauncherFile);
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     if (const auto rank = rank_of_file_name(name)) {
-      result.ranks[*rank] = log_file(entry.path(), name);
+      result.ranks[*rank] = log_file(it->path(), name);
     } else if (looks_like_rank_log(name)) {
       result.strays.push_back(name);
     }
+  }
+  if (ec) {
+    result.unlisted = "cannot list the directory (" + ec.message() +
+                      "): only the logs the launcher log names were looked at";
   }
   // Ranks the launcher knew of (its first record) but whose files are gone are still part of
   // the job.
@@ -495,6 +504,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
+  if (!dir.unlisted.empty()) out.push_back({kDirectoryName, 0, "unreadable", dir.unlisted});
   // A file that cannot be read is a finding like any other, never a usage error: it may be
   // what tampering left (a log made unreadable, or replaced by a link to one).
   const auto unreadable = [&out](const LogFile& file, const Error& e) {
@@ -506,26 +516,26 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   std::string key;
   Record last;  // line 0: none
   ChainCheck launcher_chain;
+  std::optional<bool> job_start;  // of a parsed first record: is it a job.start with a key?
   try {
-    for_each_record(launcher, [&](Record& r) {
+    launcher_chain = check_chain(launcher, job, std::nullopt, out, [&](Record& r) {
       if (r.line == 1 && r.parsed()) {
         job = str_field(r, "job");
         if (const auto* k = r.sempi("audit_key")) {
           key = get<std::string>(member(*k, "public_key")).value_or("");
         }
-        if (r.action() != "job.start" || key.empty()) {
-          out.push_back({kLauncherFile, 1, "edited",
-                         "the first record is not a job.start with the audit key"});
-        }
+        job_start = r.action() == "job.start" && !key.empty();
       }
       std::swap(last, r);  // the reader refills r: last's old buffers serve the next line
-      return true;
     });
-    launcher_chain = check_chain(launcher, job, std::nullopt, out);
   } catch (const Error& e) {
     unreadable(launcher, e);
     result.problems = out.size();
     return result;
+  }
+  if (job_start == false) {
+    out.push_back(
+        {kLauncherFile, 1, "edited", "the first record is not a job.start with the audit key"});
   }
   if (last.cut_off) last = Record();      // not a record, let alone the seal
   if (launcher_chain.cut_off_line > 0) {  // the launcher writes whole lines; it seals last
@@ -784,6 +794,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
       }
     });
   };
+  if (!dir.unlisted.empty()) unread.push_back(std::string(kDirectoryName) + ": " + dir.unlisted);
   scan(dir.launcher);
   for (const auto& [r, f] : dir.ranks) scan(f);
   Json report;
@@ -879,6 +890,9 @@ ReconcileResult reconcile(const AuditDir& dir) {
   std::map<Key, Msg> drops;
   std::set<std::pair<int, int>> limited;  // (receiver, sender): audit.limit written
   ReconcileResult result;
+  if (!dir.unlisted.empty()) {
+    result.unread.push_back(std::string(kDirectoryName) + ": " + dir.unlisted);
+  }
   for (const auto& [rank, file] : dir.ranks) {
     for_each_whole_record(file, result.unread, [&, rank = rank, &file = file](const Record& r) {
       const std::string action = r.action();

@@ -79,7 +79,13 @@ struct AuditDir {
   LogFile launcher;
   std::map<int, LogFile> ranks;  // by rank, from the file names and the launcher's job.start
   std::vector<std::string> strays;  // rank-*.jsonl files whose name no rank writes
+  // Why the directory could not be listed (empty if it was): then only the logs the launcher
+  // log names were found, and verify, report and reconcile say so.
+  std::string unlisted;
 };
+
+/// The name findings and unread entries give the directory itself.
+inline constexpr const char* kDirectoryName = ".";
 
 /// Reads every log file of the directory. Throws sempi::Error(config) if it is not a directory.
 AuditDir load_audit_dir(const std::filesystem::path& dir);

@@ -2,8 +2,10 @@
 // each kind of tampering (edit, delete, reorder, truncate, append, missing file, bad seal,
 // a planted file that imitates a rank's log).
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -673,6 +675,70 @@ TEST(AuditVerify, ARecordCutOffAsARankDiedIsANoteNotAFinding) {
   const auto found = kinds(edited.path());
   EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:12:edited"), found.end());
   EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:13:truncated"), found.end());
+}
+
+// The launcher log is read once, its chain and its seal from the same bytes (a second read
+// could see another file): a fragment appended after the seal is named as cut off, and the
+// seal before it still holds.
+TEST(AuditVerify, AFragmentAfterTheSealIsTruncationNotAMissingSeal) {
+  TempDir dir;
+  make_sealed_job(dir.path());
+  std::ofstream(dir.path() / kLauncherFile, std::ios::app) << "{\"event\":{\"sequ";
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"launcher.jsonl:4:truncated"});
+}
+
+// A directory that can be searched but not listed is a finding, and what reconcile could not
+// count; the logs the launcher log names are still checked. Root lists any directory, so the
+// check runs in a child, as nobody if the test runs as root.
+TEST(AuditVerify, ADirectoryThatCannotBeListedIsAFinding) {
+  TempDir root;
+  const fs::path job = root.path() / "job";
+  fs::create_directory(job);
+  make_sealed_job(job);
+  for (const char* name : {kLauncherFile, "rank-0.jsonl", "rank-1.jsonl"}) {
+    ASSERT_EQ(::chmod((job / name).c_str(), 0644), 0);
+  }
+  ASSERT_EQ(::chmod(root.path().c_str(), 0711), 0);
+  ASSERT_EQ(::chmod(job.c_str(), 0311), 0);  // search, no read: for the owner and for others
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 ||
+                             ::setuid(65534) != 0)) {
+      ::_exit(3);
+    }
+    std::string text;
+    try {
+      const auto dir = load_audit_dir(job);
+      for (const auto& f : verify(dir, std::nullopt).findings) {
+        text += f.file + ":" + std::to_string(f.line) + ":" + f.kind + ": " + f.message + "\n";
+      }
+      const auto r = reconcile(dir);
+      for (const auto& u : r.unread) text += "reconcile: " + u + "\n";
+      text += "matched " + std::to_string(r.matched) + "\n";
+    } catch (const std::exception& e) {
+      text = std::string("error: ") + e.what();
+    }
+    const bool written = ::write(fds[1], text.data(), text.size()) ==
+                         static_cast<ssize_t>(text.size());
+    ::_exit(written ? 0 : 4);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, n);
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::chmod(job.c_str(), 0700);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::string why =
+      "cannot list the directory (Permission denied): only the logs the launcher log names were "
+      "looked at";
+  EXPECT_EQ(text, ".:0:unreadable: " + why + "\nreconcile: .: " + why + "\nmatched 10\n");
 }
 
 // A log that cannot be read is a finding (it may be what tampering left), not an error of the
