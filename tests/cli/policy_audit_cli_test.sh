@@ -209,6 +209,15 @@ expect 2 "holds no audit logs" "audit reconcile of a directory without logs" -- 
   "$SEMPI" audit reconcile "$WORK/empty"
 expect 2 "" "audit without subcommand" -- "$SEMPI" audit
 expect 0 "verify" "audit --help" -- "$SEMPI" audit --help
+expect 0 "usage: sempi audit report" "audit report DIR --help" -- \
+  "$SEMPI" audit report "$WORK/empty" --help
+# An option's value, or an argument after --, is not a request for help.
+expect 2 "invalid --public-key '--help'" "audit verify --public-key --help" -- \
+  "$SEMPI" audit verify "$WORK/empty" --public-key --help
+expect 2 "is not an audit directory" "audit verify -- --help" -- "$SEMPI" audit verify -- --help
+# A flag given a value is named as such, not as an unknown option.
+expect 2 "option '--json' takes no value" "audit report --json=1" -- \
+  "$SEMPI" audit report "$WORK/empty" --json=1
 
 # A log of nothing but broken lines: the first 100 are listed, the rest counted, and the total
 # is still a failure.

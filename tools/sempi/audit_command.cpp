@@ -69,13 +69,6 @@ std::string terminal_json(const nlohmann::ordered_json& j) {
   return j.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-bool wants_help(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 std::string one_dir(const CliArgs& cli) {
   if (cli.positional().size() != 1) throw Error(ErrorClass::config, "expected exactly one DIR");
   return cli.positional().front();
@@ -86,6 +79,8 @@ std::string one_dir(const CliArgs& cli) {
 audit::AuditDir logs_in(const CliArgs& cli) {
   auto dir = audit::load_audit_dir(one_dir(cli));
   if (!dir.launcher.exists && dir.ranks.empty()) {
+    if (!dir.unlisted.empty())
+      throw Error(ErrorClass::config, dir.dir.string() + ": " + dir.unlisted);
     throw Error(ErrorClass::config, dir.dir.string() +
                                         " holds no audit logs (launcher.jsonl, "
                                         "rank-R.jsonl): give a job's directory, sempi-audit/JOBID");
@@ -94,11 +89,12 @@ audit::AuditDir logs_in(const CliArgs& cli) {
 }
 
 int run_verify(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{"--public-key"}, {}};
+  if (wants_help(args, spec)) {
     std::fputs(kVerifyUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{"--public-key"}, {}});
+  const CliArgs cli(args, spec);
   std::optional<std::string> public_key;
   if (const auto value = cli.value("--public-key")) {
     // Checked and lower-cased here: a mistyped or upper-case key must not read as a rewritten
@@ -132,11 +128,12 @@ int run_verify(const std::vector<std::string>& args) {
 }
 
 int run_report(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{}, {"--json"}};
+  if (wants_help(args, spec)) {
     std::fputs(kReportUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{}, {"--json"}});
+  const CliArgs cli(args, spec);
   const auto report = audit::report_json(logs_in(cli));
   if (cli.flag("--json")) {
     std::printf("%s\n", terminal_json(report).c_str());
@@ -147,11 +144,12 @@ int run_report(const std::vector<std::string>& args) {
 }
 
 int run_reconcile(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{}, {"--json"}};
+  if (wants_help(args, spec)) {
     std::fputs(kReconcileUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{}, {"--json"}});
+  const CliArgs cli(args, spec);
   const auto r = audit::reconcile(logs_in(cli));
   const bool clean = r.unmatched.empty() && r.mismatched.empty() && r.unread.empty();
   if (cli.flag("--json")) {

@@ -23,7 +23,8 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CliSpec& spec) {
       name = arg.substr(0, eq);
       inline_value = arg.substr(eq + 1);
     }
-    if (spec.flag_options.count(name) != 0 && !inline_value) {
+    if (spec.flag_options.count(name) != 0) {
+      if (inline_value) throw Error(ErrorClass::config, "option '" + name + "' takes no value");
       flags_.insert(name);
       continue;
     }
@@ -41,6 +42,17 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CliSpec& spec) {
       throw Error(ErrorClass::config, "option '" + name + "' needs a value");
     }
   }
+}
+
+bool wants_help(const std::vector<std::string>& args, const CliSpec& spec) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h") return true;
+    // The value of an option ("--out --help" names a directory "--help") is not an option.
+    if (spec.value_options.count(arg) != 0) ++i;
+  }
+  return false;
 }
 
 std::optional<std::string> CliArgs::value(const std::string& name) const {

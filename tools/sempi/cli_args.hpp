@@ -18,7 +18,8 @@ struct CliSpec {
 
 class CliArgs {
  public:
-  /// Throws sempi::Error(config) on an unknown option, a missing value or a repeated option.
+  /// Throws sempi::Error(config) on an unknown option, a missing value, a value given to a
+  /// flag ("--json=1") or a repeated option.
   CliArgs(const std::vector<std::string>& args, const CliSpec& spec);
 
   [[nodiscard]] bool flag(const std::string& name) const { return flags_.count(name) != 0; }
@@ -32,6 +33,10 @@ class CliArgs {
   std::set<std::string> flags_;
   std::vector<std::string> positional_;
 };
+
+/// True if --help or -h is among the options of `args` (not an option's value, nor after
+/// "--"): asked for anywhere among them, it is answered before anything else is checked.
+bool wants_help(const std::vector<std::string>& args, const CliSpec& spec);
 
 /// Parses a non-negative decimal integer in [min, max]; throws sempi::Error(config) naming `what`.
 long long parse_integer(const std::string& text, long long min, long long max,

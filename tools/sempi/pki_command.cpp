@@ -91,14 +91,6 @@ constexpr const char* kInspectUsage =
   throw Error(ErrorClass::config, message);
 }
 
-bool wants_help(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--") break;
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 void no_positionals(const CliArgs& cli) {
   if (!cli.positional().empty()) {
     usage_error("unexpected argument '" + cli.positional().front() + "'");
@@ -160,11 +152,12 @@ std::string fingerprint_hex(const pki::Certificate& cert) {
 }
 
 int run_ca(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{"--job", "--days", "--key-type", "--out"}, {"--force"}};
+  if (wants_help(args, spec)) {
     std::fputs(kCaUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{"--job", "--days", "--key-type", "--out"}, {"--force"}});
+  const CliArgs cli(args, spec);
   no_positionals(cli);
   const std::string job_text = cli.required("--job");
   const fs::path out = cli.required("--out");
@@ -203,12 +196,13 @@ int run_ca(const std::vector<std::string>& args) {
 }
 
 int run_issue(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{"--ca", "--rank", "--policy-digest", "--days", "--key-type", "--out"},
+                     {"--force"}};
+  if (wants_help(args, spec)) {
     std::fputs(kIssueUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(
-      args, {{"--ca", "--rank", "--policy-digest", "--days", "--key-type", "--out"}, {"--force"}});
+  const CliArgs cli(args, spec);
   no_positionals(cli);
   const fs::path ca_dir = cli.required("--ca");
   const auto rank =
@@ -255,11 +249,12 @@ int run_issue(const std::vector<std::string>& args) {
 }
 
 int run_inspect(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{}, {"--json"}};
+  if (wants_help(args, spec)) {
     std::fputs(kInspectUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{}, {"--json"}});
+  const CliArgs cli(args, spec);
   if (cli.positional().size() != 1) usage_error("inspect takes exactly one certificate file");
   const fs::path path = cli.positional().front();
   const std::string pem = pki::read_file(path);

@@ -61,13 +61,6 @@ constexpr const char* kExplainUsage =
     "\n"
     "Exit status: 0 allowed, 1 denied, 2 bad usage or invalid policy.\n";
 
-bool wants_help(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 // Regular files only, read up to one byte past the size limit (policy_document.hpp).
 std::string read_text(const std::string& path) { return policy::read_policy_file(path); }
 
@@ -86,11 +79,12 @@ std::string as_finding(const std::string& what, const std::string& file) {
 }
 
 int run_check(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{{"--ranks"}, {}};
+  if (wants_help(args, spec)) {
     std::fputs(kCheckUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{"--ranks"}, {}});
+  const CliArgs cli(args, spec);
   const std::string file = one_file(cli);
   std::optional<int> ranks;
   if (const auto v = cli.value("--ranks")) {
@@ -191,13 +185,14 @@ policy::Decision explain_members(const policy::Policy& rules, const CliArgs& cli
 }
 
 int run_explain(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  const CliSpec spec{
+      {"--from", "--to", "--comm", "--op", "--tag", "--bytes", "--members", "--parent", "--ranks"},
+      {}};
+  if (wants_help(args, spec)) {
     std::fputs(kExplainUsage, stdout);
     return kExitOk;
   }
-  const CliArgs cli(args, {{"--from", "--to", "--comm", "--op", "--tag", "--bytes", "--members",
-                            "--parent", "--ranks"},
-                           {}});
+  const CliArgs cli(args, spec);
   const std::string file = one_file(cli);
   const auto members = cli.value("--members");
   // The two questions take different options: one given to the other question is a mistake,
