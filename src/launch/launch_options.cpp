@@ -58,7 +58,8 @@ constexpr const char* kUsage =
     "           SIGTERM (143), SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO or\n"
     "           SIGPWR end the job in order (a signal ignored when sempirun started, as\n"
     "           under nohup, stays ignored, in the ranks too)\n"
-    "SIGUSR1 and SIGUSR2 are passed on to every rank.\n"
+    "SIGUSR1 and SIGUSR2 are passed on to every rank. SIGTSTP (Ctrl-Z), SIGTTIN and SIGTTOU\n"
+    "stop the ranks with sempirun; fg or bg continues them all.\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
     "SIGKILL after 2 more seconds.\n";
 

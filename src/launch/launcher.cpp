@@ -98,12 +98,17 @@ constexpr int kJobEndingSignals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGAL
 // Signals passed on to every rank, as mpirun does: what a batch system's "warn before the end"
 // (Slurm's --signal) or a user sends the job.
 constexpr int kForwardedSignals[] = {SIGUSR1, SIGUSR2};
+// Job control: the terminal stops sempirun's process group (Ctrl-Z, or a background job that
+// reads or writes the terminal), but each rank leads a group of its own. sempirun stops the
+// ranks, then itself; continued (fg, bg), it continues them.
+constexpr int kStopSignals[] = {SIGTSTP, SIGTTIN, SIGTTOU};
 
 bool listed(std::span<const int> signals, int signo) {
   return std::find(signals.begin(), signals.end(), signo) != signals.end();
 }
 bool ends_the_job(int signo) { return listed(kJobEndingSignals, signo); }
 bool is_forwarded(int signo) { return listed(kForwardedSignals, signo); }
+bool stops_the_job(int signo) { return listed(kStopSignals, signo); }
 
 // The self-pipe: SIGCHLD and the signals above become bytes the event loop polls for. SIGPIPE is
 // ignored so a vanished reader of our stdout cannot kill the launcher.
@@ -126,6 +131,7 @@ class SignalPipe {
     // then the job keeps ignoring it, ranks included, as the user asked.
     std::vector<int> handled(std::begin(kJobEndingSignals), std::end(kJobEndingSignals));
     handled.insert(handled.end(), std::begin(kForwardedSignals), std::end(kForwardedSignals));
+    handled.insert(handled.end(), std::begin(kStopSignals), std::end(kStopSignals));
     for (const int sig : handled) {
       ::sigaction(sig, nullptr, &saved_[sig]);
       if (saved_[sig].sa_handler == SIG_IGN) {
@@ -143,6 +149,7 @@ class SignalPipe {
   ~SignalPipe() {
     for (const int sig : kJobEndingSignals) ::sigaction(sig, &saved_[sig], nullptr);
     for (const int sig : kForwardedSignals) ::sigaction(sig, &saved_[sig], nullptr);
+    for (const int sig : kStopSignals) ::sigaction(sig, &saved_[sig], nullptr);
     for (const int sig : {SIGCHLD, SIGPIPE}) ::sigaction(sig, &saved_[sig], nullptr);
     g_signal_pipe = -1;
   }
@@ -746,7 +753,25 @@ class Launcher::Job {
     }
   }
 
+  // SIGSTOP for the ranks: it cannot be caught or ignored, and no orphaned-group rule drops it.
+  // sempirun stops with the signal it got, so the shell reports the job as stopped; if its own
+  // group is orphaned the kernel discards that, and the ranks are continued at once.
+  void stop_the_job(int signo) {
+    signal_running(SIGSTOP);
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    struct sigaction handler {};
+    ::sigaction(signo, &default_action, &handler);
+    ::raise(signo);  // returns once continued
+    ::sigaction(signo, &handler, nullptr);
+    signal_running(SIGCONT);
+  }
+
   void on_launcher_signal(int signo) {
+    if (stops_the_job(signo)) {
+      stop_the_job(signo);
+      return;
+    }
     if (is_forwarded(signo)) {
       for (auto& rank : ranks_) {
         if (rank->running) rank->process.forward(signo);

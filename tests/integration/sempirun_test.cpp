@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,7 @@ struct ProcessSetup {
   fs::path cwd;                 // empty: a scratch directory (see support/job_runner.hpp)
   bool unlimited_core = false;  // no limit on the size of a core dump
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
+  bool own_process_group = false;    // a job of its own, as a shell with job control starts it
 };
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -158,6 +160,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
       if (::setrlimit(RLIMIT_CORE, &unlimited) != 0) ::_exit(127);
     }
     for (const int sig : setup.ignored_signals) ::signal(sig, SIG_IGN);
+    if (setup.own_process_group && ::setpgid(0, 0) != 0) ::_exit(127);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -236,6 +239,26 @@ bool alive(pid_t pid) {
   std::getline(stat, text);
   const auto paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+// The state letter of /proc/PID/stat: R, S, T (stopped), Z...; '?' if there is no such process.
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+}
+
+// Polls `condition` until it holds, for at most kPromptly: for states that no event announces
+// (another process stopped).
+bool eventually(const std::function<bool()>& condition) {
+  const auto deadline = Clock::now() + kPromptly;
+  while (!condition()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
 }
 
 // Reads the pids the ranks wrote and checks that none of them is still alive.
@@ -629,6 +652,47 @@ TEST(Sempirun, Sigusr1AndSigusr2ArePassedOnToEveryRank) {
   EXPECT_TRUE(contains(r.out, "usr2 0 1\n")) << describe(r);
   EXPECT_TRUE(contains(r.out, "usr2 1 1\n")) << describe(r);
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
+// Ctrl-Z stops the terminal's foreground process group, which holds sempirun but not the
+// ranks (each leads a group of its own). sempirun stops them, then itself, with the signal it
+// got (the shell reports a stopped job); continued (fg, bg), it continues them.
+TEST(Sempirun, SigtstpStopsTheRanksAndSigcontContinuesThem) {
+  std::vector<pid_t> ranks;
+  bool sempirun_stopped = false;
+  bool ranks_stopped = false;
+  bool ranks_continued = false;
+  const auto all_ranks = [&](auto predicate) {
+    return std::all_of(ranks.begin(), ranks.end(), predicate);
+  };
+  const auto r = run_sempirun(
+      {"-n", "2", "sh", "-c", "echo pid $$; while :; do sleep 1 & wait $!; done"},
+      with_output([&](pid_t pid, const std::string& out) {
+        if (!ranks.empty()) return;
+        std::vector<pid_t> pids;
+        for (const auto& line : lines_of(out)) {
+          if (line.starts_with("pid ")) pids.push_back(std::stoi(line.substr(4)));
+        }
+        if (pids.size() < 2) return;
+        ranks = pids;
+        ::kill(pid, SIGTSTP);
+        sempirun_stopped = eventually([pid] {
+          int status = 0;
+          return ::waitpid(pid, &status, WUNTRACED | WNOHANG) == pid && WIFSTOPPED(status) &&
+                 WSTOPSIG(status) == SIGTSTP;
+        });
+        ranks_stopped =
+            eventually([&] { return all_ranks([](pid_t p) { return process_state(p) == 'T'; }); });
+        ::kill(pid, SIGCONT);
+        ranks_continued =
+            eventually([&] { return all_ranks([](pid_t p) { return process_state(p) != 'T'; }); });
+        ::kill(pid, SIGTERM);
+      }),
+      {.cwd = {}, .unlimited_core = false, .ignored_signals = {}, .own_process_group = true});
+  EXPECT_EQ(r.status, 128 + SIGTERM) << describe(r);
+  EXPECT_TRUE(sempirun_stopped);
+  EXPECT_TRUE(ranks_stopped);
+  EXPECT_TRUE(ranks_continued);
 }
 
 // nohup: a signal ignored when sempirun starts stays ignored, by sempirun and by its ranks.
