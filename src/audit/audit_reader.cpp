@@ -210,56 +210,63 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   Link pending;  // the record read last (if result.records > 0), its link not checked yet
   std::int64_t expected = 0;          // the sequence number the next record should have
   std::string prev_hash = kZeroHash;  // of the record before the one read
-  for_each_record(file, [&](Record& r) {
-    if (r.cut_off) {  // the last line: left out of the chain, as the launcher's seal leaves it
-      result.cut_off_line = r.line;
-      return true;
-    }
-    const std::int64_t seq = r.seq();
-    Link link{seq, r.parsed() && seq >= 0, false, false};
-    if (link.parsed) {
-      link.link_ok = str_field(r, "prev") == prev_hash;
-      link.seq_ok = seq == expected;
-      seqs.push_back(seq);
-    }
-    const std::int64_t expected_here = expected;
-    expected = link.parsed && !link.seq_ok ? std::max(expected, after(seq)) : after(expected);
-    if (result.records > 0) {
-      check_link(result.records, pending, result.records > 1 ? &before : nullptr, &link);
-    }
+  // A file that cannot be read to its end is one finding (the caller's), not half a list.
+  const auto drop_partial_findings = [&] { out.resize(first_finding); };
+  try {
+    for_each_record(file, [&](Record& r) {
+      if (r.cut_off) {  // the last line: left out of the chain, as the launcher's seal leaves it
+        result.cut_off_line = r.line;
+        return true;
+      }
+      const std::int64_t seq = r.seq();
+      Link link{seq, r.parsed() && seq >= 0, false, false};
+      if (link.parsed) {
+        link.link_ok = str_field(r, "prev") == prev_hash;
+        link.seq_ok = seq == expected;
+        seqs.push_back(seq);
+      }
+      const std::int64_t expected_here = expected;
+      expected = link.parsed && !link.seq_ok ? std::max(expected, after(seq)) : after(expected);
+      if (result.records > 0) {
+        check_link(result.records, pending, result.records > 1 ? &before : nullptr, &link);
+      }
 
-    if (!r.parsed()) {
-      add(r.line, "corrupt",
-          r.oversized ? "a line over " + std::to_string(kMaxRecordBytes >> 20) +
-                            " MiB, not a record; the rest of the file was not read"
-                      : std::string("not a JSON record"));
-    } else if (!link.parsed) {
-      add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
-    } else {
-      if (str_field(r, "job") != job && !job.empty()) {
-        add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
-      }
-      if (rank && (str_field(r, "source") != "rank" || int_field(r, "rank") != *rank)) {
-        add(r.line, "foreign", "record does not belong to rank " + std::to_string(*rank));
-      }
-      if (!rank && str_field(r, "source") != "launcher") {
-        add(r.line, "foreign", "record does not come from the launcher");
-      }
-      if (!link.seq_ok) {
-        if (const auto finding = add(r.line, "reordered", {})) {
-          misplaced.push_back({*finding, seq, expected_here});
+      if (!r.parsed()) {
+        add(r.line, "corrupt",
+            r.oversized ? "a line over " + std::to_string(kMaxRecordBytes >> 20) +
+                              " MiB, not a record; the rest of the file was not read"
+                        : std::string("not a JSON record"));
+      } else if (!link.parsed) {
+        add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
+      } else {
+        if (str_field(r, "job") != job && !job.empty()) {
+          add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
+        }
+        if (rank && (str_field(r, "source") != "rank" || int_field(r, "rank") != *rank)) {
+          add(r.line, "foreign", "record does not belong to rank " + std::to_string(*rank));
+        }
+        if (!rank && str_field(r, "source") != "launcher") {
+          add(r.line, "foreign", "record does not come from the launcher");
+        }
+        if (!link.seq_ok) {
+          if (const auto finding = add(r.line, "reordered", {})) {
+            misplaced.push_back({*finding, seq, expected_here});
+          }
         }
       }
-    }
-    result.hash_before_last.swap(prev_hash);
-    prev_hash = hash_hex(r.text);
-    result.last = {link.parsed ? seq : -1, prev_hash};
-    result.records = r.line;
-    before = pending;
-    pending = link;
-    if (observe) observe(r);
-    return true;
-  });
+      result.hash_before_last.swap(prev_hash);
+      prev_hash = hash_hex(r.text);
+      result.last = {link.parsed ? seq : -1, prev_hash};
+      result.records = r.line;
+      before = pending;
+      pending = link;
+      if (observe) observe(r);
+      return true;
+    });
+  } catch (const Error&) {
+    drop_partial_findings();
+    throw;
+  }
   if (result.records > 0) {
     check_link(result.records, pending, result.records > 1 ? &before : nullptr, nullptr);
   }
@@ -475,7 +482,8 @@ AuditDir load_audit_dir(const fs::path& dir) {
                       "): only the logs the launcher log names were looked at";
   }
   // Ranks the launcher knew of (its first record) but whose files are gone are still part of
-  // the job.
+  // the job. A read of its own, which decides only which rank logs are looked for: verify
+  // takes the job, key and seal from its single pass over the chain.
   std::optional<int> ranks;
   try {
     for_each_record(result.launcher, [&](const Record& first) {
@@ -495,6 +503,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   VerifyResult result;
   auto& out = result.findings;
   const LogFile& launcher = dir.launcher;
+  if (!dir.unlisted.empty()) out.push_back({kDirectoryName, 0, "unreadable", dir.unlisted});
   if (!launcher.exists) {
     out.push_back({kLauncherFile, 0, "missing", "the launcher log is missing: nothing to verify"});
     result.problems = out.size();
@@ -504,7 +513,6 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   for (const auto& name : dir.strays) {
     out.push_back({name, 0, "foreign", "not a log file name sempi writes (expected rank-<R>.jsonl)"});
   }
-  if (!dir.unlisted.empty()) out.push_back({kDirectoryName, 0, "unreadable", dir.unlisted});
   // A file that cannot be read is a finding like any other, never a usage error: it may be
   // what tampering left (a log made unreadable, or replaced by a link to one).
   const auto unreadable = [&out](const LogFile& file, const Error& e) {
@@ -517,6 +525,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   Record last;  // line 0: none
   ChainCheck launcher_chain;
   std::optional<bool> job_start;  // of a parsed first record: is it a job.start with a key?
+  const std::size_t first_launcher_finding = out.size();
   try {
     launcher_chain = check_chain(launcher, job, std::nullopt, out, [&](Record& r) {
       if (r.line == 1 && r.parsed()) {
@@ -533,11 +542,11 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     result.problems = out.size();
     return result;
   }
-  if (job_start == false) {
-    out.push_back(
+  if (job_start == false) {  // line 1: before the chain's findings, which are in line order
+    out.insert(
+        out.begin() + static_cast<std::ptrdiff_t>(first_launcher_finding),
         {kLauncherFile, 1, "edited", "the first record is not a job.start with the audit key"});
   }
-  if (last.cut_off) last = Record();      // not a record, let alone the seal
   if (launcher_chain.cut_off_line > 0) {  // the launcher writes whole lines; it seals last
     out.push_back({kLauncherFile, launcher_chain.cut_off_line, "truncated",
                    "the last record is cut off (no newline)"});
@@ -711,6 +720,15 @@ void for_each_whole_record(const LogFile& file, std::vector<std::string>& unread
   }
 }
 
+// An action or direction as sempi writes them (lower case, dots, underscores) is printed as
+// it is; anything else, in quotes: an edited log must not pass fields off as others.
+std::string word_or_quoted(const std::string& text) {
+  const bool word = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || c == '.' || c == '_';
+  });
+  return word ? text : in_quotes(text);
+}
+
 // A dry-run record says "dry_run": true; enforced ones say false, or nothing.
 bool is_dry_run(const Record& r) {
   const nlohmann::json* d = r.sempi("dry_run");
@@ -725,8 +743,10 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
   // context is what both ends agree on. A record without a context keys by its name.
   using Row = std::tuple<int, int, std::int64_t, std::string>;  // from, to, context, name
   struct Cell {
-    std::string comm;                   // the name in the first record of the row
+    std::string comm;  // the sender's name (its first send record), else the receiver's
+    bool comm_from_send = false;
     std::set<std::string> other_names;  // renamed on one side, or named differently
+    std::uint64_t names_not_kept = 0;   // records with yet other names, past kNamesPerRow
     std::uint64_t messages = 0;
     std::uint64_t bytes = 0;
     std::uint64_t received = 0;
@@ -751,10 +771,18 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
         const std::int64_t comm = context >= 0 ? context & ~std::int64_t{1} : -1;
         const std::string by_name = context >= 0 ? std::string() : name;
         auto& cell = matrix[send ? Row{rank, peer, comm, by_name} : Row{peer, rank, comm, by_name}];
-        if (cell.messages + cell.received == 0) {
-          cell.comm = name;
-        } else if (name != cell.comm && cell.other_names.size() < kNamesPerRow) {
-          cell.other_names.insert(name);
+        std::string other = name;
+        if (cell.messages + cell.received == 0 || (send && !cell.comm_from_send)) {
+          other = std::exchange(cell.comm, name);
+          cell.comm_from_send = send;
+        }
+        if (cell.messages + cell.received > 0 && other != cell.comm &&
+            cell.other_names.count(other) == 0) {
+          if (cell.other_names.size() < kNamesPerRow) {
+            cell.other_names.insert(std::move(other));
+          } else {
+            ++cell.names_not_kept;
+          }
         }
         const auto bytes = int_field<std::uint64_t>(r, "bytes", 0);
         if (send) {
@@ -805,6 +833,7 @@ nlohmann::ordered_json report_json(const AuditDir& dir) {
     Json row = {{"from", std::get<0>(key)}, {"to", std::get<1>(key)}, {"comm", cell.comm}};
     if (std::get<2>(key) >= 0) row["context"] = std::get<2>(key);
     if (!cell.other_names.empty()) row["also_named"] = cell.other_names;
+    if (cell.names_not_kept > 0) row["records_with_more_names"] = cell.names_not_kept;
     row["messages"] = cell.messages;
     row["bytes"] = cell.bytes;
     row["received"] = cell.received;
@@ -841,6 +870,7 @@ std::string report_text(const nlohmann::ordered_json& report) {
     if (t.contains("also_named")) {
       comm += " (also";
       for (const auto& name : t["also_named"]) comm += " " + in_quotes(name.get<std::string>());
+      if (t.contains("records_with_more_names")) comm += " and more";
       comm += ")";
     }
     row(t["from"].get<int>(), t["to"].get<int>(), comm, t["messages"].get<std::uint64_t>(),
@@ -851,7 +881,8 @@ std::string report_text(const nlohmann::ordered_json& report) {
   if (report["denials_and_failures"].empty()) s << "  (none)\n";
   for (const auto& e : report["denials_and_failures"]) {
     s << "  " << printable(e["file"].get<std::string>()) << ":" << e["line"].get<std::size_t>()
-      << " " << printable(e["action"].get<std::string>()) << (e["dry_run"].get<bool>() ? " (dry run, not enforced)" : "");
+      << " " << word_or_quoted(e["action"].get<std::string>())
+      << (e["dry_run"].get<bool>() ? " (dry run, not enforced)" : "");
     if (e.contains("rank")) s << " rank " << e["rank"].get<long long>();
     if (e.contains("peer")) s << " peer " << e["peer"].get<long long>();
     if (e.contains("comm")) s << " comm " << in_quotes(e["comm"].get<std::string>());
@@ -859,7 +890,9 @@ std::string report_text(const nlohmann::ordered_json& report) {
     if (e.contains("tag")) s << " tag " << e["tag"].get<long long>();
     if (e.contains("bytes")) s << " bytes " << e["bytes"].get<long long>();
     if (e.contains("msg")) s << " msg " << e["msg"].get<long long>();
-    if (e.contains("direction")) s << " (" << printable(e["direction"].get<std::string>()) << " side)";
+    if (e.contains("direction")) {
+      s << " (" << word_or_quoted(e["direction"].get<std::string>()) << " side)";
+    }
     const auto reason = e["reason"].get<std::string>();
     if (!reason.empty()) s << ": " << printable(reason);
     s << "\n";
@@ -928,9 +961,9 @@ ReconcileResult reconcile(const AuditDir& dir) {
   }
   auto describe = [](const Key& k, const Msg& m) {
     return "rank " + std::to_string(std::get<0>(k)) + " -> rank " + std::to_string(std::get<1>(k)) +
-           " msg " + std::to_string(std::get<2>(k)) + " comm " + in_quotes(m.comm) + " op " +
-           in_quotes(m.op) + " tag " + std::to_string(m.tag) + " bytes " + std::to_string(m.bytes) +
-           " (" + m.file + ":" + std::to_string(m.line) + ")";
+           " msg " + std::to_string(std::get<2>(k)) + " comm " + in_quotes(m.comm) + " context " +
+           std::to_string(m.context) + " op " + in_quotes(m.op) + " tag " + std::to_string(m.tag) +
+           " bytes " + std::to_string(m.bytes) + " (" + m.file + ":" + std::to_string(m.line) + ")";
   };
   result.sends = sends.size();
   for (const auto& [key, send] : sends) {

@@ -1,6 +1,7 @@
 #include "common/printable.hpp"
 
 #include <cstdio>
+#include <utility>
 
 #include "common/utf8.hpp"
 
@@ -17,12 +18,22 @@ char32_t decode(std::string_view text, std::size_t at, std::size_t length) {
   return c;
 }
 
-// Characters that print as nothing, or reorder what follows them on the line (the bidi
-// controls of "Trojan Source", CVE-2021-42574): text that shows as "world" must be "world".
+// Characters that print as nothing (Unicode's Default_Ignorable_Code_Point: zero-width
+// spaces and joiners, variation selectors, tag characters, fillers), or that reorder or break
+// the line (bidi controls, CVE-2021-42574; the line and paragraph separators): text that shows
+// as "world" must be "world".
 bool is_invisible_or_bidi(char32_t c) {
-  return c == 0x061c || c == 0x180e || (c >= 0x200b && c <= 0x200f) ||
-         (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x2064) ||
-         (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+  static constexpr std::pair<char32_t, char32_t> kRanges[] = {
+      {0x00ad, 0x00ad},   {0x034f, 0x034f}, {0x061c, 0x061c},   {0x115f, 0x1160},
+      {0x17b4, 0x17b5},   {0x180b, 0x180f}, {0x200b, 0x200f},   {0x2028, 0x202e},
+      {0x2060, 0x206f},   {0x3164, 0x3164}, {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},
+      {0xffa0, 0xffa0},   {0xfff0, 0xfff8}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},
+      {0xe0000, 0xe0fff},
+  };
+  for (const auto& [first, last] : kRanges) {
+    if (c >= first && c <= last) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -49,8 +60,9 @@ std::string printable(std::string_view text) {
         escape(c);
         escape(second);
       } else if (const char32_t cp = decode(text, i, length); is_invisible_or_bidi(cp)) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+        char buf[16];
+        std::snprintf(buf, sizeof buf, cp > 0xffff ? "\\U%08x" : "\\u%04x",
+                      static_cast<unsigned>(cp));
         out += buf;
       } else {
         out.append(text.substr(i, length));

@@ -10,8 +10,9 @@ namespace sempi {
 /// outside any UTF-8 character, which a terminal in an 8-bit mode reads as one) written as \xNN
 /// and every backslash doubled: what a log record says cannot move the cursor, recolour or
 /// clear the terminal, or forge extra lines of output. Well-formed UTF-8 is kept, except the
-/// characters that print as nothing or reorder the line (bidi controls, zero-width spaces):
-/// those are written as \uNNNN.
+/// characters that print as nothing or reorder the line (bidi controls, zero-width spaces,
+/// tag characters: Unicode's default-ignorable set): those are written as \uNNNN or
+/// \UNNNNNNNN.
 std::string printable(std::string_view text);
 
 /// printable(text) in double quotes, each quote inside escaped as \": for a name among other

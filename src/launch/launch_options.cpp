@@ -49,7 +49,7 @@ constexpr const char* kUsage =
     "  0        every rank exited 0 (and every rank that joined the job finalized)\n"
     "  1..255   the first failing rank's status (128+N if it was killed by signal N), or the\n"
     "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
-    "  2        bad usage or bad policy file\n"
+    "  2        bad usage, bad policy file, or a rank's process could not be set up\n"
     "  124      --timeout expired, or a rank did not enroll within SEMPI_START_TIMEOUT\n"
     "           seconds (default 300) of the first\n"
     "  126      PROGRAM was found but cannot be executed (as a shell)\n"

@@ -19,18 +19,22 @@ std::string default_path() {
   return path;
 }
 
+// The first PATH= entry: the one getenv() in the rank will see.
 std::string path_of(const std::vector<std::string>& env) {
-  for (auto it = env.rbegin(); it != env.rend(); ++it) {
-    if (it->starts_with("PATH=")) return it->substr(5);
+  for (const auto& entry : env) {
+    if (entry.starts_with("PATH=")) return entry.substr(5);
   }
   return default_path();
 }
 
-// 0 if `file` can be executed; else the errno exec would give.
-int executable(const std::string& file) {
+// 0 if `file` can be executed, else the errno exec would give (EISDIR for a directory).
+// `exists`: stat found something there.
+int executable(const std::string& file, bool& exists) {
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return errno;
-  if (!S_ISREG(st.st_mode)) return EACCES;  // exec refuses directories and devices so
+  exists = ::stat(file.c_str(), &st) == 0;
+  if (!exists) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return EACCES;  // exec refuses devices, FIFOs, sockets
   return ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
 }
 
@@ -52,8 +56,9 @@ namespace {
 
 std::string find_program(const std::string& program, const std::vector<std::string>& env) {
   if (program.empty()) cannot_find("''", ENOENT);
+  bool exists = false;
   if (program.find('/') != std::string::npos) {
-    if (const int error = executable(program); error != 0) cannot_find(program, error);
+    if (const int error = executable(program, exists); error != 0) cannot_find(program, error);
     return program;
   }
   int found_but = ENOENT;
@@ -63,9 +68,11 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + program;
-    const int error = executable(candidate);
+    const int error = executable(candidate, exists);
     if (error == 0) return candidate;
-    if (error != ENOENT && error != ENOTDIR) found_but = error;
+    // Only a file that is there but cannot be run counts, as for a shell: what cannot be
+    // looked at (a directory of PATH that cannot be searched) and directories are skipped.
+    if (exists && error != EISDIR) found_but = error;
     if (end == std::string::npos) break;
     start = end + 1;
   }

@@ -29,10 +29,13 @@ inline constexpr int kExitNotFound = 127;       ///< no such program (as a shell
 inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as a shell)
 
 /// The file `program` names: itself if it contains a slash, else the first executable regular
-/// file of that name in the PATH of `env` ("NAME=VALUE" entries; without PATH, the system's
-/// default, as execvp uses). An empty PATH entry is the working directory. Throws
-/// CannotExecute: ENOENT if nothing of that name exists, EACCES if only files that cannot be
-/// executed (or a directory) do.
+/// file of that name in the PATH of `env` ("NAME=VALUE" entries, the first PATH; without one,
+/// the system's default, as execvp uses). An empty PATH entry is the working directory.
+/// Directories and what cannot be looked at are skipped. Throws CannotExecute: ENOENT if
+/// nothing of that name is found, EACCES if only files that cannot be executed are; for a path
+/// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,
+/// the file is chosen once: an exec that fails where access() said it could run (a security
+/// module's denial) does not move on to the next PATH entry.
 std::string find_program(const std::string& program, const std::vector<std::string>& env);
 
 }  // namespace sempi::launch

@@ -248,7 +248,7 @@ expect 1 "" "audit reconcile --json of a name with control characters" -- \
   "$SEMPI" audit reconcile "$WORK/c1" --json
 if raw_controls; then fail "audit reconcile --json printed a raw control character"; fi
 # Its lines are text for people, names quoted and escaped as reconcile prints them.
-if ! grep -qF 'comm \"\\xc2\\x9b31m\\x7f\" op' "$WORK/out"; then
+if ! grep -qF 'comm \"\\xc2\\x9b31m\\x7f\" context' "$WORK/out"; then
   fail "audit reconcile --json does not escape the name: $(cat "$WORK/out")"
 fi
 expect 0 '\\xc2\\x9b31m\\x7f' "audit report escapes the name as text" -- "$SEMPI" audit report "$WORK/c1"

@@ -1,0 +1,111 @@
+// Finding a rank's program in the ranks' PATH, and the shell's status when it cannot run.
+
+#include "launch/program_path.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+
+namespace sempi::launch {
+namespace {
+
+namespace fs = std::filesystem;
+using sempi::test::TempDir;
+
+void make_file(const fs::path& path, mode_t mode) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << "#!/bin/sh\n";
+  ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+}
+
+// The CannotExecute find_program throws, or a failure naming what it found instead.
+CannotExecute failure(const std::string& program, const std::vector<std::string>& env) {
+  try {
+    const std::string found = find_program(program, env);
+    ADD_FAILURE() << program << " was found as " << found;
+  } catch (const CannotExecute& e) {
+    return e;
+  }
+  return CannotExecute(program, 0, 0);
+}
+
+TEST(ProgramPath, TheFirstExecutableFileInThePathWins) {
+  TempDir dir;
+  make_file(dir.path() / "a" / "prog", 0644);    // not executable: skipped
+  fs::create_directories(dir.path() / "b" / "prog");  // a directory: skipped
+  make_file(dir.path() / "c" / "prog", 0755);
+  make_file(dir.path() / "d" / "prog", 0755);
+  const std::string path = "PATH=/etc/passwd:" + (dir.path() / "a").string() + ":" +
+                           (dir.path() / "b").string() + ":" + (dir.path() / "c").string() +
+                           ":" + (dir.path() / "d").string();
+  EXPECT_EQ(find_program("prog", {"HOME=/", path}), (dir.path() / "c" / "prog").string());
+}
+
+TEST(ProgramPath, TheFirstPathVariableIsTheOneTheRankSees) {
+  TempDir dir;
+  make_file(dir.path() / "first" / "prog", 0755);
+  make_file(dir.path() / "second" / "prog", 0755);
+  EXPECT_EQ(find_program("prog", {"PATH=" + (dir.path() / "first").string(),
+                                  "PATH=" + (dir.path() / "second").string()}),
+            (dir.path() / "first" / "prog").string());
+}
+
+TEST(ProgramPath, AnEmptyEntryIsTheWorkingDirectory) {
+  TempDir dir;
+  make_file(dir.path() / "prog", 0755);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  std::string found;
+  EXPECT_NO_THROW(found = find_program("prog", {"PATH=/nonexistent::/also-nonexistent"}));
+  fs::current_path(before);
+  EXPECT_EQ(found, "./prog");
+}
+
+TEST(ProgramPath, WithoutPathTheSystemDefaultIsSearched) {
+  EXPECT_TRUE(find_program("sh", {"HOME=/"}).ends_with("/sh"));
+}
+
+TEST(ProgramPath, NothingFoundIs127AndOnlyFilesThatCannotRunAre126) {
+  TempDir dir;
+  const auto none = failure("prog", {"PATH=" + dir.path().string()});
+  EXPECT_EQ(none.error(), ENOENT);
+  EXPECT_EQ(none.shell_status(), kExitNotFound);
+  EXPECT_STREQ(none.what(),
+               "cannot execute prog: No such file or directory (not found in the ranks' PATH)");
+
+  fs::create_directories(dir.path() / "prog");  // a directory of that name is not a program
+  EXPECT_EQ(failure("prog", {"PATH=" + dir.path().string()}).shell_status(), kExitNotFound);
+
+  make_file(dir.path() / "bin" / "prog", 0644);
+  const auto denied = failure("prog", {"PATH=" + (dir.path() / "bin").string()});
+  EXPECT_EQ(denied.error(), EACCES);
+  EXPECT_EQ(denied.shell_status(), kExitNotExecutable);
+  EXPECT_STREQ(denied.what(), "cannot execute prog: Permission denied");
+}
+
+TEST(ProgramPath, APathWithASlashIsTakenAsItIs) {
+  TempDir dir;
+  make_file(dir.path() / "prog", 0755);
+  EXPECT_EQ(find_program((dir.path() / "prog").string(), {"PATH=/nonexistent"}),
+            (dir.path() / "prog").string());
+  const auto missing = failure((dir.path() / "none").string(), {});
+  EXPECT_EQ(missing.shell_status(), kExitNotFound);
+  const auto directory = failure(dir.path().string(), {});
+  EXPECT_EQ(directory.error(), EISDIR);
+  EXPECT_EQ(directory.shell_status(), kExitNotExecutable);
+  const auto through_a_file = failure("/etc/passwd/prog", {});
+  EXPECT_EQ(through_a_file.error(), ENOTDIR);
+  EXPECT_EQ(through_a_file.shell_status(), kExitNotExecutable);
+  EXPECT_EQ(failure("", {}).shell_status(), kExitNotFound);
+}
+
+}  // namespace
+}  // namespace sempi::launch
