@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -614,6 +615,57 @@ bool Policy::ever_talk(int a, int b) const {
   return false;
 }
 
+std::vector<std::vector<std::uint64_t>> Policy::ever_talk_rows(int ranks) const {
+  using Row = std::vector<std::uint64_t>;
+  const std::size_t words = (static_cast<std::size_t>(ranks) + 63) / 64;
+  const auto set = [](Row& row, int from, int to) {
+    for (int r = from; r <= to; ++r) row[static_cast<std::size_t>(r) / 64] |= 1ULL << (r % 64);
+  };
+  // Each group's members as a row, made once: a policy may name a group in thousands of rules.
+  std::vector<std::optional<Row>> group_rows(groups_.size() + 1);
+  const auto members = [&](std::size_t group) -> const Row& {
+    auto& row = group_rows[group == kEveryRank ? groups_.size() : group];
+    if (!row) {
+      row.emplace(words, 0);
+      if (group == kEveryRank || groups_[group].ranks.all) {
+        set(*row, 0, ranks - 1);
+      } else {
+        for (const auto& [lo, hi] : groups_[group].ranks.ranges) {
+          if (lo < ranks) set(*row, std::max(lo, 0), std::min(hi, ranks - 1));
+        }
+      }
+    }
+    return *row;
+  };
+  std::vector<Row> rows(static_cast<std::size_t>(ranks), Row(words, 0));
+  for (int a = 0; a < ranks; ++a) set(rows[static_cast<std::size_t>(a)], a, a);
+  if (mode_ == Mode::audit) {
+    for (auto& row : rows) set(row, 0, ranks - 1);
+    return rows;
+  }
+  // A segment adds one group's row to each member of the other: rules x ranks x ranks / 64
+  // word operations, where asking ever_talk of every pair cost rules x ranks x ranks checks.
+  const auto add = [&](const Row& to_each_of, const Row& row) {
+    for (std::size_t w = 0; w < words; ++w) {
+      for (std::uint64_t bits = to_each_of[w]; bits != 0; bits &= bits - 1) {
+        Row& target = rows[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+        for (std::size_t k = 0; k < words; ++k) target[k] |= row[k];
+      }
+    }
+  };
+  std::set<std::pair<std::size_t, std::size_t>> done;  // rules differing only in communicators
+  for (const auto& s : segments_) {
+    if (!done.emplace(std::min(s.a_group, s.b_group), std::max(s.a_group, s.b_group)).second) {
+      continue;
+    }
+    const Row& a = members(s.a_group);
+    const Row& b = members(s.b_group);
+    add(a, b);
+    add(b, a);
+  }
+  return rows;
+}
+
 int Policy::comm_rule(std::string_view name) const {
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     if (name_matches(comms_[i].pattern, name)) return static_cast<int>(i);
@@ -904,9 +956,11 @@ std::string Policy::summary(std::optional<int> ranks) const {
   if (ranks) {
     long long never = 0;
     std::string pairs;
+    const auto rows = ever_talk_rows(*ranks);
     for (int a = 0; a < *ranks; ++a) {
+      const auto& row = rows[static_cast<std::size_t>(a)];
       for (int b = a + 1; b < *ranks; ++b) {
-        if (ever_talk(a, b)) continue;
+        if ((row[static_cast<std::size_t>(b) / 64] >> (b % 64)) & 1U) continue;
         ++never;
         if (never <= 32) {
           pairs += (pairs.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);

@@ -207,6 +207,8 @@ class Policy {
   friend struct PolicyParser;
   explicit Policy(PolicyDocument document) : document_(std::move(document)) {}
   [[nodiscard]] bool in_group(std::size_t group, int rank) const;
+  // Bit r of row a: ranks a and r may ever talk (segmentation only), for ranks 0..ranks-1.
+  [[nodiscard]] std::vector<std::vector<std::uint64_t>> ever_talk_rows(int ranks) const;
   /// The index of a group reference (kEveryRank for "*"); nullopt for an unknown name.
   [[nodiscard]] std::optional<std::size_t> group_index(std::string_view name) const;
   [[nodiscard]] bool members_fit(const CommRule& rule, const std::vector<int>& members,
