@@ -43,7 +43,7 @@ constexpr const char* kUsage =
     "\n"
     "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE and\n"
     "SEMPI_BOOTSTRAP_FD (which init removes); stdin is /dev/null; stdout and stderr are\n"
-    "forwarded line by line.\n"
+    "forwarded line by line (a line without its newline after 0.2 s).\n"
     "\n"
     "exit status:\n"
     "  0        every rank exited 0 (and every rank that joined the job finalized)\n"

@@ -326,6 +326,7 @@ class Launcher::Job {
     OutputWriter& err = own_err ? *own_err : out;
     stdout_ = &out;
     stderr_ = &err;
+    stderr_line_ = own_err ? &own_stderr_line_ : &stdout_line_;
 
     // Before the first random bytes: OpenSSL then keeps its generators' state there too.
     pki::ensure_secure_heap();
@@ -359,7 +360,8 @@ class Launcher::Job {
       try {
         auto process = RankProcess::spawn(request);
         ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};
-        ranks_.push_back(std::make_unique<Rank>(std::move(process), fwd, out, err));
+        ranks_.push_back(
+            std::make_unique<Rank>(std::move(process), fwd, out, stdout_line_, err, *stderr_line_));
         pid_to_rank_[ranks_.back()->process.pid()] = r;
         ++running_;
       } catch (const CannotExecute& e) {
@@ -387,11 +389,13 @@ class Launcher::Job {
 
  private:
   struct Rank {
-    Rank(RankProcess p, const ForwarderOptions& fwd, OutputWriter& out_writer,
-         OutputWriter& err_writer)
+    Rank(RankProcess p, const ForwarderOptions& fwd, OutputWriter& out_writer, OpenLine& out_line,
+         OutputWriter& err_writer, OpenLine& err_line)
         : process(std::move(p)),
-          out(fwd, [&out_writer](std::string_view s) { out_writer.write(s); }),
-          err(fwd, [&err_writer](std::string_view s) { err_writer.write(s); }) {}
+          out(
+              fwd, [&out_writer](std::string_view s) { out_writer.write(s); }, out_line),
+          err(
+              fwd, [&err_writer](std::string_view s) { err_writer.write(s); }, err_line) {}
     RankProcess process;
     BootstrapReader reader;
     OutputForwarder out;
@@ -551,6 +555,7 @@ class Launcher::Job {
     for (;;) {
       const auto now = Clock::now();
       check_deadlines(now);
+      if (!output_congested()) flush_partial_lines(now);
       close_output_nobody_reads();
       if (running_ == 0) {
         if (!drain_deadline_) begin_drain(now);
@@ -584,7 +589,7 @@ class Launcher::Job {
         }
       }
 
-      const int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(Clock::now()));
+      const int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(Clock::now(), hold_output));
       if (rc < 0 && errno != EINTR) {
         report(std::string("error: poll failed: ") + std::strerror(errno));
         cause(1, "sempirun failed", true);
@@ -647,14 +652,25 @@ class Launcher::Job {
   // Our reader is behind on either stream (the writer wakes us once it has caught up).
   bool output_congested() { return stdout_->congested() || stderr_->congested(); }
 
-  // sempirun's own messages, in line with the ranks' stderr.
-  void report(const std::string& message) const { stderr_->write("sempirun: " + message + "\n"); }
+  // sempirun's own messages, in line with the ranks' stderr, on a line of their own: a rank's
+  // partial line on the same output is ended first.
+  void report(const std::string& message) const {
+    stderr_->write(std::string(stderr_line_->end_for(this)) + "sempirun: " + message + "\n");
+  }
 
-  int poll_timeout_ms(TimePoint now) const {
+  // `output_held`: nothing is read or flushed until the output drains, so partial lines due
+  // do not count (they would make the loop spin).
+  int poll_timeout_ms(TimePoint now, bool output_held) const {
     TimePoint next = now + kMaxPollWait;
     for (const auto& deadline :
          {job_deadline_, enroll_deadline_, term_at_, kill_at_, drain_deadline_, blame_deadline_}) {
       if (deadline) next = std::min(next, *deadline);
+    }
+    for (const auto& rank : ranks_) {
+      if (output_held) break;
+      for (const OutputForwarder* fwd : {&rank->out, &rank->err}) {
+        if (const auto due = fwd->partial_due()) next = std::min(next, *due);
+      }
     }
     if (next <= now) return 0;
     // Round up so we never wake just before a deadline and spin.
@@ -863,6 +879,23 @@ class Launcher::Job {
 
   // --- rank output --------------------------------------------------------------------------
 
+  // Partial lines that waited kPartialLineHold go out, unless the rest of the line is already
+  // in the pipe (sempirun may itself have been slow to read it): that is read first.
+  void flush_partial_lines(TimePoint now) {
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      Rank& rank = *ranks_[r];
+      for (const bool is_out : {true, false}) {
+        OutputForwarder& fwd = is_out ? rank.out : rank.err;
+        const auto due = fwd.partial_due();
+        if (!due || now < *due) continue;
+        if ((is_out ? rank.process.out() : rank.process.err()).valid()) {
+          read_output(r, is_out, false);
+        }
+        fwd.flush_partial(now);
+      }
+    }
+  }
+
   // Reads once; or (`held`) what the pipe holds now and once more: the end of the stream
   // behind it, so that an exited rank's last unfinished line comes out before anything
   // sempirun says about its exit, or one chunk of what a child it left behind keeps writing.
@@ -880,7 +913,7 @@ class Launcher::Job {
     while (fd.valid()) {
       const ssize_t n = ::read(fd.get(), buf, sizeof buf);
       if (n > 0) {
-        fwd.append(std::string_view(buf, static_cast<std::size_t>(n)));
+        fwd.append(std::string_view(buf, static_cast<std::size_t>(n)), Clock::now());
         const bool within_held = got < held_bytes;
         got += static_cast<std::size_t>(n);
         if (within_held) continue;
@@ -1137,6 +1170,9 @@ class Launcher::Job {
   std::vector<pid_t> children_before_job_;  // not ours to end (see end_orphans)
   OutputWriter* stdout_ = nullptr;  // set for the duration of run()
   OutputWriter* stderr_ = nullptr;
+  OpenLine stdout_line_;
+  OpenLine own_stderr_line_;               // when stderr is not the same file as stdout
+  OpenLine* stderr_line_ = &stdout_line_;  // the one stderr_ writes to
   std::uint32_t running_ = 0;
   std::optional<int> exit_status_;
   std::optional<TimePoint> job_deadline_;

@@ -360,6 +360,33 @@ TEST(Sempirun, TagOutput) {
   EXPECT_EQ(err, (std::vector<std::string>{"[rank 0] err 0", "[rank 1] err 1"}));
 }
 
+// A line without its newline (a prompt, a progress bar) is not held until the rank ends it:
+// with several ranks it goes out after a short wait, and lines still never mix.
+TEST(Sempirun, APartialLineIsForwardedBeforeItsNewline) {
+  bool both_seen = false;
+  const auto r = run_sempirun(
+      {"-n", "2", "--tag-output", "sh", "-c",
+       "trap 'echo \" done\"; exit 0' USR1; printf 'working'; "
+       "i=0; while [ $i -lt 300 ]; do sleep 0.1 & wait $!; i=$((i+1)); done; echo ' too late'"},
+      with_output([&](pid_t pid, const std::string& out) {
+        if (!both_seen && contains(out, "[rank 0] working") && contains(out, "[rank 1] working")) {
+          both_seen = true;
+          ::kill(pid, SIGUSR1);  // passed on to the ranks, which end their lines
+        }
+      }));
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(both_seen) << describe(r);
+  EXPECT_FALSE(contains(r.out, "too late")) << describe(r);
+  // Whole lines only: each rank's open line was ended before the other's piece.
+  for (const auto& line : lines_of(r.out)) {
+    EXPECT_TRUE(line == "[rank 0] working" || line == "[rank 1] working" ||
+                line == "[rank 0]  done" || line == "[rank 1]  done" ||
+                line == "[rank 0] working done" || line == "[rank 1] working done")
+        << line << "\n"
+        << describe(r);
+  }
+}
+
 TEST(Sempirun, SingleRankOutputIsByteExact) {
   const auto r = run_sempirun({"sh", "-c", "printf 'a\\nb'"});
   ASSERT_EQ(r.status, 0) << describe(r);
