@@ -74,9 +74,29 @@ void refuse_in_place(const void* buf) {
   if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for this buffer");
 }
 
+// A buffer for `count` elements at `displacement` bytes: neither MPI_IN_PLACE nor null (packing
+// would read address 0, unpacking or the engine write there), as point-to-point checks too.
+void check_data_buffer(const void* buf, std::int64_t count, const TypeMap& t,
+                       std::int64_t displacement = 0) {
+  refuse_in_place(buf);
+  if (missing_buffer(buf, count, t, displacement)) {
+    fail(MPI_ERR_BUFFER, "null buffer for " + std::to_string(count) + " elements");
+  }
+}
+
+// The block a rank sends itself goes from its send buffer to its receive buffer: both must
+// hold the same bytes (as the v-forms check), or the copy reads past one or truncates.
+void check_own_block(std::size_t send_bytes, std::size_t recv_bytes) {
+  if (send_bytes != recv_bytes) {
+    fail(MPI_ERR_COUNT, "this rank sends itself " + std::to_string(send_bytes) +
+                            " bytes but receives " + std::to_string(recv_bytes) +
+                            " (sendcount and sendtype must match recvcount and recvtype)");
+  }
+}
+
 // Data to send: the user's memory if contiguous, else packed into `staging`.
 const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Staging& staging) {
-  refuse_in_place(buf);
+  check_data_buffer(buf, count, t);
   const std::size_t bytes = bytes_of(count, t);
   if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(bytes);
@@ -88,7 +108,7 @@ const void* send_view(const void* buf, std::int64_t count, const TypeMap& t, Sta
 // With `preload`, the staging area starts with the buffer's current contents (IN_PLACE).
 void* recv_view(void* buf, std::int64_t count, const TypeMap& t, Staging& staging,
                 bool preload = false) {
-  refuse_in_place(buf);
+  check_data_buffer(buf, count, t);
   const std::size_t bytes = bytes_of(count, t);
   if (t.contiguous()) return bytes == 0 ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(bytes);
@@ -105,7 +125,16 @@ struct Blocks {
   std::vector<std::size_t> bytes;
   std::vector<std::size_t> displs;
   std::size_t total = 0;
+  std::vector<int> counts;                // the user's, per block
+  std::vector<std::int64_t> user_displs;  // in bytes, in the user's buffer
 };
+
+void check_data_buffer(const void* buf, const TypeMap& t, const Blocks& b) {
+  refuse_in_place(buf);
+  for (std::size_t k = 0; k < b.counts.size(); ++k) {
+    check_data_buffer(buf, b.counts[k], t, b.user_displs[k]);
+  }
+}
 
 // Blocks as the collective sees them: user displacements when the type is contiguous (relative
 // to the first data byte), else consecutive in a staging area.
@@ -115,6 +144,8 @@ Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t
   Blocks b;
   for (int r = 0; r < n; ++r) {
     check_count(counts[r]);
+    b.counts.push_back(counts[r]);
+    b.user_displs.push_back(static_cast<std::int64_t>(displs[r]) * t.extent());
     b.bytes.push_back(bytes_of(counts[r], t));
     if (t.contiguous()) {
       b.displs.push_back(static_cast<std::size_t>(displs[r] * t.extent()));
@@ -129,7 +160,7 @@ Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t
 
 const void* send_blocks_view(const void* buf, const int counts[], const int displs[], int n,
                              const TypeMap& t, const Blocks& b, Staging& staging) {
-  refuse_in_place(buf);
+  check_data_buffer(buf, t, b);
   if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(b.total);
   for (int r = 0; r < n; ++r) {
@@ -140,7 +171,7 @@ const void* send_blocks_view(const void* buf, const int counts[], const int disp
 }
 
 void* recv_blocks_view(void* buf, const TypeMap& t, const Blocks& b, Staging& staging) {
-  refuse_in_place(buf);
+  check_data_buffer(buf, t, b);
   if (t.contiguous()) return t.size == 0 || t.blocks.empty() ? buf : at(buf, t.blocks[0].offset);
   staging.allocate(b.total);
   return staging.data.get();
@@ -199,6 +230,7 @@ class Reduction {
   const void* input(const void* buf, std::int64_t count, Staging& s) const {
     (void)elements(count);  // too many is refused before anything is packed
     if (buf == MPI_IN_PLACE) return InPlaceT::address();
+    check_data_buffer(buf, count, *type_);
     if (direct()) return direct_pointer(buf, count);
     to_stream(buf, count, s);
     return s.data.get();
@@ -206,7 +238,7 @@ class Reduction {
   /// Where the result for `count` instances at `buf` goes; with `preload` it starts with the
   /// buffer's contents (IN_PLACE input).
   void* output(void* buf, std::int64_t count, Staging& s, bool preload) const {
-    refuse_in_place(buf);
+    check_data_buffer(buf, count, *type_);
     (void)elements(count);  // too many is refused before anything is packed
     if (direct()) return const_cast<void*>(direct_pointer(buf, count));
     if (preload) {
@@ -343,6 +375,7 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
     if (is_root) {
       check_count(recvcount);
       const auto& rt = type_of(recvtype);
+      if (!in_place) check_own_block(bytes, bytes_of(recvcount, *rt));
       bytes = bytes_of(recvcount, *rt);
       const std::int64_t total = static_cast<std::int64_t>(recvcount) * c.size();
       recv = recv_view(recvbuf, total, *rt, staging[1], false);
@@ -383,6 +416,7 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
     if (!in_place) {
       check_count(recvcount);
       const auto& rt = type_of(recvtype);
+      if (is_root) check_own_block(bytes, bytes_of(recvcount, *rt));
       recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
       bytes = bytes_of(recvcount, *rt);
       unpack = if_staged(staging[1], [recvbuf, recvcount, rt](const std::vector<Staging>& s) {
@@ -409,7 +443,9 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
     const void* send = InPlaceT::address();
     if (!in_place) {
       check_count(sendcount);
-      send = send_view(sendbuf, sendcount, *type_of(sendtype), staging[0]);
+      const auto& st = type_of(sendtype);
+      check_own_block(bytes_of(sendcount, *st), bytes);
+      send = send_view(sendbuf, sendcount, *st, staging[0]);
     }
     void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
     Unpack unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {
@@ -434,8 +470,9 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
     const void* send = InPlaceT::address();
     if (!in_place) {
       check_count(sendcount);
-      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *type_of(sendtype),
-                       staging[0]);
+      const auto& st = type_of(sendtype);
+      check_own_block(bytes_of(sendcount, *st), bytes_of(recvcount, *rt));
+      send = send_view(sendbuf, static_cast<std::int64_t>(sendcount) * c.size(), *st, staging[0]);
     }
     void* recv = recv_view(recvbuf, total, *rt, staging[1], in_place);
     Unpack unpack = if_staged(staging[1], [recvbuf, total, rt](const std::vector<Staging>& s) {
@@ -548,6 +585,7 @@ int scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MP
     if (!in_place) {
       check_count(recvcount);
       const auto& rt = type_of(recvtype);
+      if (is_root) check_own_block(bytes, bytes_of(recvcount, *rt));
       recv = recv_view(recvbuf, recvcount, *rt, staging[1]);
       bytes = bytes_of(recvcount, *rt);
       unpack = if_staged(staging[1], [recvbuf, recvcount, rt](const std::vector<Staging>& s) {

@@ -719,9 +719,15 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int
     auto c = coords_of(t, h.comm.rank());
     const auto d = static_cast<std::size_t>(direction);
     const int here = c[d];
-    c[d] = here + disp;
+    // In 64 bits: here + disp overflows an int for a displacement near INT_MAX or INT_MIN.
+    const auto shifted = [&](std::int64_t to) {
+      const std::int64_t n = t.dims[d];
+      if (t.periods[d] != 0) return static_cast<int>(((to % n) + n) % n);
+      return to < 0 || to >= n ? -1 : static_cast<int>(to);  // -1: outside (rank_of)
+    };
+    c[d] = shifted(std::int64_t{here} + disp);
     const int dest = rank_of(t, c);
-    c[d] = here - disp;
+    c[d] = shifted(std::int64_t{here} - disp);
     const int source = rank_of(t, c);
     *rank_dest = dest < 0 ? MPI_PROC_NULL : dest;
     *rank_source = source < 0 ? MPI_PROC_NULL : source;

@@ -333,7 +333,8 @@ void require_comm_handle(MPI_Comm comm) {
 
 sempi_mpi_comm& comm_handle(MPI_Comm comm) {
   require_comm_handle(comm);
-  if (comm->comm.is_null()) require_initialized("the call");
+  // Also for a communicator the program made: after MPI_Finalize it is a handle to nothing.
+  require_initialized("the call");
   return *comm;
 }
 
@@ -520,6 +521,8 @@ std::int64_t data_bytes(std::int64_t count, const TypeMap& type) {
 
 namespace {
 void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
+  // MPI_IN_PLACE is an address (1), not memory: valid only where a collective allows it.
+  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only in collectives");
   if (missing_buffer(buf, count, type)) {
     fail(MPI_ERR_BUFFER, "null buffer for " + std::to_string(count) + " elements");
   }
@@ -650,7 +653,7 @@ int MPI_Finalize(void) {
                            ? MPI_SUCCESS
                            : raise_code(handler_of(MPI_COMM_WORLD), "MPI_Finalize",
                                         callback_error, callback_message);
-    free_user_errhandlers();
+    reset_predefined_comm_errhandlers();
     return result;
   });
 }

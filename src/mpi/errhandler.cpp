@@ -8,11 +8,12 @@
 // and that communicator; new communicators inherit by getting bindings of their own.
 // MPI_Comm_get_errhandler gives back the program's handle, never a binding.
 //
-// Lifetime: user handles and bindings live until MPI_Finalize. Handler slots and callers of
-// handler_of() hold handler pointers without reference counts, and MPI keeps a handler alive
-// after MPI_Errhandler_free while objects use it. Each is a few dozen bytes: one per
-// MPI_Comm_create_errhandler, and one per MPI_Comm_set_errhandler with a user handler or
-// communicator created with one attached.
+// Lifetime: user handles and bindings live until the process exits. Handler slots and callers
+// of handler_of() hold handler pointers without reference counts, and MPI keeps a handler alive
+// after MPI_Errhandler_free while objects use it; a communicator the program never freed still
+// holds its binding after MPI_Finalize, where a call on it raises MPI_ERR_OTHER through it. Each
+// is a few dozen bytes: one per MPI_Comm_create_errhandler, and one per MPI_Comm_set_errhandler
+// with a user handler or communicator created with one attached.
 
 #include "mpi/errhandler.hpp"
 
@@ -78,15 +79,13 @@ MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
   return new_user_handle(handler->user->function, handler->user->created, comm);
 }
 
-void free_user_errhandlers() noexcept {
-  // The predefined communicators outlive MPI_Finalize: leave them no binding to a freed handler.
-  // A predefined handler stays, so a program that chose MPI_ERRORS_RETURN still gets an error
-  // code (not an abort) from a call after MPI_Finalize.
+void reset_predefined_comm_errhandlers() noexcept {
+  // A call on MPI_COMM_WORLD or MPI_COMM_SELF after MPI_Finalize runs no program code: a user
+  // handler is replaced. A predefined handler stays, so a program that chose MPI_ERRORS_RETURN
+  // still gets an error code (not an abort) from a call after MPI_Finalize.
   for (MPI_Comm comm : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
     if (!is_predefined(comm->errhandler->load())) comm->errhandler->store(MPI_ERRORS_ARE_FATAL);
   }
-  std::lock_guard lock(g_allocated_mu);
-  g_allocated.clear();
 }
 
 int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept {

@@ -9,9 +9,10 @@ namespace sempi::mpi {
 /// The handler a communicator handle `comm` should hold for `handler`: predefined handlers as
 /// they are, a user-defined one as a binding that calls its function with `comm`.
 MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm);
-/// Frees every user-defined handler and binding, and gives MPI_COMM_WORLD and MPI_COMM_SELF back
-/// MPI_ERRORS_ARE_FATAL. For the end of MPI_Finalize, when no communicator or request is left.
-void free_user_errhandlers() noexcept;
+/// Gives MPI_COMM_WORLD and MPI_COMM_SELF back MPI_ERRORS_ARE_FATAL if they had a user-defined
+/// handler. For the end of MPI_Finalize. User handlers and bindings are never freed (a
+/// communicator the program did not free still holds its binding).
+void reset_predefined_comm_errhandlers() noexcept;
 /// Calls a user-defined handler's function with its communicator and `code`; returns `code`.
 int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept;
 

@@ -14,11 +14,26 @@
     }                                                                                    \
   } while (0)
 
+static int handler_calls = 0;
+static void count_errors(MPI_Comm* comm, int* code, ...) {
+  (void)comm;
+  (void)code;
+  ++handler_calls;
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
   init_world(&argc, &argv, &rank, &size);
   CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  /* A communicator the program made and never freed, with a handler of its own: after
+   * MPI_Finalize it is a handle to nothing, and its handler (still alive) is called. */
+  MPI_Comm kept = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &kept));
+  MPI_Errhandler counting;
+  CHECK_MPI(MPI_Comm_create_errhandler(count_errors, &counting));
+  CHECK_MPI(MPI_Comm_set_errhandler(kept, counting));
+  CHECK_MPI(MPI_Errhandler_free(&counting));
   CHECK_MPI(MPI_Finalize());
   int flag = 0;
   if (MPI_Finalized(&flag) != MPI_SUCCESS || !flag) exit(3);
@@ -26,6 +41,13 @@ int main(int argc, char** argv) {
   int value = rank;
   EXPECT_OTHER(MPI_Send(&value, 1, MPI_INT, 0, 0, MPI_COMM_WORLD));
   EXPECT_OTHER(MPI_Barrier(MPI_COMM_WORLD));
+  EXPECT_OTHER(MPI_Comm_rank(kept, &value));
+  EXPECT_OTHER(MPI_Send(&value, 1, MPI_INT, 0, 0, kept));
+  EXPECT_OTHER(MPI_Comm_free(&kept));
+  if (handler_calls != 3 || kept == MPI_COMM_NULL) {
+    fprintf(stderr, "kept's handler ran %d times, expected 3\n", handler_calls);
+    exit(3);
+  }
   printf("rank %d: calls after MPI_Finalize returned MPI_ERR_OTHER\n", rank);
   return 0;
 }

@@ -60,6 +60,40 @@ int main(int argc, char** argv) {
                                                   MPI_COMM_WORLD));
   CHECK_MPI(MPI_Type_free(&strided));
 
+  /* A null buffer where data is read or written: MPI_ERR_BUFFER, also for a datatype that is
+   * packed (read from address 0) or unpacked after the collective (written there), and for a
+   * contiguous one whose data starts past its lower bound (address 8 is not memory either). */
+  MPI_Datatype pairs;
+  CHECK_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &pairs));
+  CHECK_MPI(MPI_Type_commit(&pairs));
+  MPI_Datatype shifted;
+  const int one = 1;
+  const MPI_Aint eight = 8;
+  CHECK_MPI(MPI_Type_create_hindexed(1, &one, &eight, MPI_INT, &shifted));
+  CHECK_MPI(MPI_Type_commit(&shifted));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Bcast(NULL, 1, pairs, 0, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Bcast(NULL, 1, shifted, 0, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
+                     MPI_Allreduce(NULL, values, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
+                     MPI_Allreduce(&value, NULL, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Allgatherv(&value, 1, MPI_INT, NULL, counts, displs, pairs,
+                                                    MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Type_free(&pairs));
+  CHECK_MPI(MPI_Type_free(&shifted));
+
+  /* What a rank sends itself must fit what it receives from itself (the v-forms check this
+   * too): one int sent against two received read past the send buffer. */
+  EXPECT_ERROR_CLASS(MPI_ERR_COUNT,
+                     MPI_Allgather(&value, 1, MPI_INT, values, 2, MPI_INT, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_COUNT,
+                     MPI_Alltoall(values, 2, MPI_INT, values + 32, 1, MPI_INT, MPI_COMM_WORLD));
+  /* At a root only: it refuses, and a rank whose block it would have taken fails with its
+   * class (one that sent eagerly and left may succeed). */
+  const int rc =
+      MPI_Gather(&value, 1, MPI_INT, values, rank == 0 ? 2 : 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0 || rc != MPI_SUCCESS) EXPECT_ERROR_CLASS(MPI_ERR_COUNT, rc);
+
   /* Nothing was started: the communicator's collectives still line up. */
   int sum = -1;
   CHECK_MPI(MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));

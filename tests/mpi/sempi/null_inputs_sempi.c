@@ -87,6 +87,31 @@ static void local_reduction(void) {
   CHECK(inout[0] == 11 && inout[1] == 22);
 }
 
+/* MPI_IN_PLACE is an address (1), valid only where a collective allows it: point-to-point,
+ * packing and the buffered-send buffer refuse it (they read or wrote address 1). */
+static void in_place_outside_collectives(int rank) {
+  int value = 7;
+  int position = 0;
+  char packed[16];
+  MPI_Request request = MPI_REQUEST_NULL;
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Send(MPI_IN_PLACE, 1, MPI_INT, rank, 0, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Recv(MPI_IN_PLACE, 1, MPI_INT, rank, 0, MPI_COMM_WORLD,
+                                              MPI_STATUS_IGNORE));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
+                     MPI_Irecv(MPI_IN_PLACE, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, &request));
+  CHECK(request == MPI_REQUEST_NULL);
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Sendrecv_replace(MPI_IN_PLACE, 1, MPI_INT, rank, 0, rank,
+                                                          0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Pack(MPI_IN_PLACE, 1, MPI_INT, packed, (int)sizeof packed,
+                                              &position, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Pack(&value, 1, MPI_INT, MPI_IN_PLACE, (int)sizeof packed,
+                                              &position, MPI_COMM_WORLD));
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Unpack(packed, (int)sizeof packed, &position, MPI_IN_PLACE,
+                                                1, MPI_INT, MPI_COMM_WORLD));
+  CHECK(position == 0);
+  EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Buffer_attach(MPI_IN_PLACE, 1024));
+}
+
 /* A null message handle: MPI_ERR_ARG, not a crash (Open MPI 4.1 raises MPI_ERR_REQUEST on
  * MPI_COMM_NULL, whose handler is fatal). */
 static void matched_receives(void) {
@@ -107,6 +132,7 @@ int main(int argc, char** argv) {
   packing();
   local_reduction();
   matched_receives();
+  in_place_outside_collectives(rank);
 
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   CHECK_MPI(MPI_Finalize());

@@ -57,6 +57,27 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Waitall(2, both, MPI_STATUSES_IGNORE));
   CHECK(received == sent);
 
+  /* The completion calls refuse an array with one request twice too: it would be completed,
+   * and freed, twice. MPI_REQUEST_NULL may appear any number of times. */
+  int late = -1;
+  MPI_Request pending;
+  CHECK_MPI(MPI_Irecv(&late, 1, MPI_INT, rank, 7, MPI_COMM_WORLD, &pending));
+  MPI_Request repeated[3] = {pending, MPI_REQUEST_NULL, pending};
+  int index = 0;
+  int flag = 0;
+  int outcount = 0;
+  int indices[3];
+  CHECK(error_class_of(MPI_Waitall(3, repeated, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST);
+  CHECK(error_class_of(MPI_Testall(3, repeated, &flag, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST);
+  CHECK(error_class_of(MPI_Waitany(3, repeated, &index, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST);
+  CHECK(error_class_of(MPI_Testsome(3, repeated, &outcount, indices, MPI_STATUSES_IGNORE)) ==
+        MPI_ERR_REQUEST);
+  CHECK(repeated[0] == pending && repeated[2] == pending);
+  CHECK_MPI(MPI_Send(&sent, 1, MPI_INT, rank, 7, MPI_COMM_WORLD));
+  MPI_Request nulls[3] = {pending, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  CHECK_MPI(MPI_Waitall(3, nulls, MPI_STATUSES_IGNORE));
+  CHECK(late == sent);
+
   CHECK_MPI(MPI_Request_free(&active_send));
   CHECK_MPI(MPI_Request_free(&recv));
   CHECK_MPI(MPI_Request_free(&send));

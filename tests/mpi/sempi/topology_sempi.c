@@ -50,6 +50,29 @@ static void cart_that_overflows(void) {
   CHECK(cart == MPI_COMM_NULL);
 }
 
+/* A displacement near INT_MAX or INT_MIN: here + disp overflowed an int (undefined). */
+static void shifts_that_overflow(int rank, int size) {
+  for (int periodic = 0; periodic <= 1; ++periodic) {
+    MPI_Comm ring = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periodic, 0, &ring));
+    const int disps[2] = {2147483647, -2147483647 - 1};
+    for (int k = 0; k < 2; ++k) {
+      int source = -2;
+      int dest = -2;
+      CHECK_MPI(MPI_Cart_shift(ring, 0, disps[k], &source, &dest));
+      const long long to = (long long)rank + disps[k];
+      const long long from = (long long)rank - disps[k];
+      if (periodic) {
+        CHECK(dest == (int)(((to % size) + size) % size));
+        CHECK(source == (int)(((from % size) + size) % size));
+      } else {
+        CHECK(dest == MPI_PROC_NULL && source == MPI_PROC_NULL);
+      }
+    }
+    CHECK_MPI(MPI_Comm_free(&ring));
+  }
+}
+
 int main(int argc, char** argv) {
   int rank = 0;
   int size = 0;
@@ -57,6 +80,7 @@ int main(int argc, char** argv) {
   balanced_dims();
   dims_that_overflow();
   cart_that_overflows();
+  shifts_that_overflow(rank, size);
   CHECK_MPI(MPI_Finalize());
   return 0;
 }
