@@ -640,6 +640,7 @@ class Launcher::Job {
       pollfd p{signals.fd(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(wait.count()));
       for (const int sig : signals.take()) {
+        if (stops_the_job(sig)) stop_the_job(sig);  // Ctrl-Z while a pager holds the rest
         if (ends_the_job(sig)) {
           stdout_->abandon();
           stderr_->abandon();
@@ -655,6 +656,12 @@ class Launcher::Job {
   // sempirun's own messages, in line with the ranks' stderr, on a line of their own: a rank's
   // partial line on the same output is ended first.
   void report(const std::string& message) const {
+    if (stderr_ == nullptr) {  // before the output writers exist (the start of run())
+      const std::string line = "sempirun: " + message + "\n";
+      ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+      (void)ignored;
+      return;
+    }
     stderr_->write(std::string(stderr_line_->end_for(this)) + "sempirun: " + message + "\n");
   }
 
@@ -771,15 +778,30 @@ class Launcher::Job {
 
   // SIGSTOP for the ranks: it cannot be caught or ignored, and no orphaned-group rule drops it.
   // sempirun stops with the signal it got, so the shell reports the job as stopped; if its own
-  // group is orphaned the kernel discards that, and the ranks are continued at once.
+  // group is orphaned the kernel discards that, and the ranks are continued at once. The signal
+  // goes to the whole process while blocked here, so that one already on its way (an output
+  // thread's SIGTTOU) merges with it: one stop, one fg.
+  // The launcher's own deadlines move by the time stopped (the ranks' do not: a job stopped
+  // for longer than SEMPI_START_TIMEOUT or SEMPI_FINALIZE_TIMEOUT may fail once continued).
   void stop_the_job(int signo) {
     signal_running(SIGSTOP);
+    sigset_t just_this;
+    sigemptyset(&just_this);
+    sigaddset(&just_this, signo);
+    ::pthread_sigmask(SIG_BLOCK, &just_this, nullptr);
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     struct sigaction handler {};
     ::sigaction(signo, &default_action, &handler);
-    ::raise(signo);  // returns once continued
+    const auto stopped_at = Clock::now();
+    ::kill(::getpid(), signo);
+    ::pthread_sigmask(SIG_UNBLOCK, &just_this, nullptr);  // stops here until continued
     ::sigaction(signo, &handler, nullptr);
+    const auto stopped_for = Clock::now() - stopped_at;
+    for (auto* deadline :
+         {&enroll_deadline_, &blame_deadline_, &term_at_, &kill_at_, &drain_deadline_}) {
+      if (*deadline) **deadline += stopped_for;
+    }
     signal_running(SIGCONT);
   }
 
@@ -847,6 +869,7 @@ class Launcher::Job {
         pollfd p{signals_->fd(), POLLIN, 0};
         if (left.count() > 0) ::poll(&p, 1, static_cast<int>(left.count()));
         for (const int sig : signals_->take()) {  // SIGCHLD is what this waits for
+          if (stops_the_job(sig)) stop_the_job(sig);
           if (ends_the_job(sig)) {
             on_launcher_signal(sig);
             return;

@@ -614,6 +614,30 @@ TEST(Sempirun, AnInterruptDiscardsOutputNobodyReads) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+// Ctrl-Z still stops sempirun once the job has ended and it waits for a slow reader (a pager)
+// to take the rest of the output: that wait used to drop the stop signal.
+TEST(Sempirun, SigtstpStopsSempirunWhileItWaitsForAReader) {
+  bool stopped = false;
+  RunOptions stalled;
+  stalled.hold_stdout = [](const std::string&) { return true; };
+  stalled.on_error_output = [&stopped, sent = false](pid_t pid, const std::string& err) mutable {
+    if (sent || !contains(err, kWaitingForStdout)) return;
+    sent = true;
+    ::kill(pid, SIGTSTP);
+    stopped = eventually([pid] {
+      int status = 0;
+      return ::waitpid(pid, &status, WUNTRACED | WNOHANG) == pid && WIFSTOPPED(status);
+    });
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGINT);
+  };
+  const auto r = run_sempirun(
+      {"-n", "2", "--timeout", "2", "yes", "sempi"}, stalled,
+      {.cwd = {}, .unlimited_core = false, .ignored_signals = {}, .own_process_group = true});
+  EXPECT_TRUE(stopped) << describe(r);
+  EXPECT_EQ(r.status, 124) << describe(r);
+}
+
 TEST(Sempirun, TimeoutNotReachedIsSuccess) {
   const auto r = run_sempirun({"-n", "2", "--timeout", "30", "true"});
   EXPECT_EQ(r.status, 0) << describe(r);
