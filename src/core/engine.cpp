@@ -1130,6 +1130,31 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     progress(std::chrono::milliseconds(10));
   }
   std::lock_guard lock(mu_);
+  // Closing on a peer that had not finished by the deadline is no clean end: it is named (log
+  // and audit, before the chain closes). Unless the launcher never confirmed that every rank
+  // reached finalize: then no peer could have said GOODBYE, and the late rank is the cause.
+  const bool confirmed = finalize_ok_.load() || bootstrap_fd_ < 0;
+  if (!confirmed && abort_reason_.empty() && !aborted_.load()) {
+    const std::string reason =
+        "no confirmation from the launcher before the finalize deadline "
+        "that every rank reached finalize";
+    spdlog::warn("sempi[rank {}]: {}", config_.world_rank, reason);
+    if (audit::AuditLog* log = audit()) log->event("finalize.timeout", false, reason);
+  }
+  for (const auto& peer : peers_) {
+    if (!confirmed || !peer || !peer->channel_ || peer->failed_ || !abort_reason_.empty()) {
+      continue;
+    }
+    const bool no_goodbye = !peer->said_goodbye_ && !peer->paused_;
+    if (!no_goodbye && !peer->channel_->has_pending_writes()) continue;
+    const std::string reason = no_goodbye
+                                   ? "no GOODBYE before the finalize deadline"
+                                   : "did not read our last frames before the finalize deadline";
+    spdlog::warn("sempi[rank {}]: rank {}: {}", config_.world_rank, peer->world_rank_, reason);
+    if (audit::AuditLog* log = audit()) {
+      log->event("peer.failure", false, reason, {{"peer", peer->world_rank_}});
+    }
+  }
   if (config_.audit) {
     // The chain ends only now: the head goes to the launcher, which signs it into the seal.
     const audit::ChainHead head = config_.audit->close();

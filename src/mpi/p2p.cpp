@@ -341,11 +341,12 @@ void check_request_array(int count, MPI_Request requests[]) {
   if (count > 0) require_output(requests, "array_of_requests");
   check_count(count);
   for (int i = 0; i < count; ++i) request_of(requests[i]);
-  // One request twice would be completed, and freed, twice (erroneous, and cheap to refuse).
+  // A nonpersistent request twice would be completed, and freed, twice (erroneous, and cheap
+  // to refuse). A persistent one twice is harmless: the second finds it inactive.
   thread_local std::vector<MPI_Request> active;
   active.clear();
   for (int i = 0; i < count; ++i) {
-    if (requests[i] != MPI_REQUEST_NULL) active.push_back(requests[i]);
+    if (requests[i] != MPI_REQUEST_NULL && !requests[i]->persistent) active.push_back(requests[i]);
   }
   std::sort(active.begin(), active.end(), std::less<MPI_Request>());  // a total order
   if (std::adjacent_find(active.begin(), active.end()) != active.end()) {

@@ -41,7 +41,8 @@ class EngineUnderAttack {
  public:
   explicit EngineUnderAttack(const EstablishedPeer::ServerTweak& tweak = {},
                              std::shared_ptr<const policy::Policy> policy = nullptr,
-                             const transport::ChannelLimits& rank1_limits = {})
+                             const transport::ChannelLimits& rank1_limits = {},
+                             int bootstrap_fd = -1)
       : peer_(tweak, {}, rank1_limits) {
     std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
     channels.emplace_back();
@@ -55,7 +56,7 @@ class EngineUnderAttack {
     config.audit = audit::AuditLog::create(dir_.path() / "rank-0.audit",
                                            {peer_.job.ca().job().hex(), 0, true});
     audit_ = config.audit;
-    engine_ = std::make_unique<detail::Engine>(config, std::move(channels), -1);
+    engine_ = std::make_unique<detail::Engine>(config, std::move(channels), bootstrap_fd);
     world_ = std::make_shared<detail::CommState>(0, std::vector<int>{0, 1, 2, 3}, 0, "world");
   }
   ~EngineUnderAttack() { engine_.reset(); }
@@ -989,6 +990,39 @@ TEST(EngineFrames, WithdrawalsAreBoundedPerPeer) {
   rank0.send(collective_header(FrameType::eager, kStepTag), kPayload);
   rank0.wait(*oldest);
   EXPECT_EQ(oldest->status.error, ErrorClass::success) << oldest->error_message;
+}
+
+// A peer that never says GOODBYE holds finalize only until its deadline, and is then named in
+// the audit log, before the chain closes: closing on it is no clean end. One that said GOODBYE
+// is not.
+TEST(EngineFrames, APeerWithoutGoodbyeAtTheFinalizeDeadlineIsAFailure) {
+  {
+    EngineUnderAttack rank0;
+    rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+    const auto failures = audit_records(rank0.audit_text(), "peer.failure");
+    ASSERT_EQ(failures.size(), 1u);
+    EXPECT_NE(failures[0].find("no GOODBYE before the finalize deadline"), std::string::npos)
+        << failures[0];
+    EXPECT_NE(failures[0].find("\"peer\":1"), std::string::npos) << failures[0];
+  }
+  {
+    EngineUnderAttack rank0;
+    rank0.send(FrameType::goodbye);
+    rank0.wait_until_delivered();
+    rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+    EXPECT_TRUE(audit_records(rank0.audit_text(), "peer.failure").empty());
+  }
+  // A launcher that never confirmed that every rank reached finalize: no peer could have said
+  // GOODBYE, so none is blamed; the timeout itself is recorded.
+  int launcher[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, launcher), 0);
+  EngineUnderAttack rank0({}, nullptr, {}, launcher[0]);
+  rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+  const std::string audit = rank0.audit_text();
+  ::close(launcher[0]);
+  ::close(launcher[1]);
+  EXPECT_TRUE(audit_records(audit, "peer.failure").empty());
+  EXPECT_EQ(audit_records(audit, "finalize.timeout").size(), 1u);
 }
 
 // The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's

@@ -57,8 +57,15 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Waitall(2, both, MPI_STATUSES_IGNORE));
   CHECK(received == sent);
 
-  /* The completion calls refuse an array with one request twice too: it would be completed,
-   * and freed, twice. MPI_REQUEST_NULL may appear any number of times. */
+  /* The completion calls refuse an array with one nonpersistent request twice: it would be
+   * completed, and freed, twice. MPI_REQUEST_NULL may appear any number of times, and a
+   * persistent request twice is harmless (the second finds it inactive). */
+  received = -1;
+  CHECK_MPI(MPI_Start(&recv));
+  CHECK_MPI(MPI_Start(&send));
+  MPI_Request persistent_twice[3] = {recv, send, recv};
+  CHECK_MPI(MPI_Waitall(3, persistent_twice, MPI_STATUSES_IGNORE));
+  CHECK(received == sent);
   int late = -1;
   MPI_Request pending;
   CHECK_MPI(MPI_Irecv(&late, 1, MPI_INT, rank, 7, MPI_COMM_WORLD, &pending));
