@@ -740,7 +740,16 @@ int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, M
     auto red = std::make_shared<const Reduction>(datatype, op);
     std::vector<Staging> staging(2);  // input, output
     const void* send = red->input(sendbuf, count, staging[0]);
-    void* recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);
+    void* recv = nullptr;
+    if (exclusive && c.rank() == 0 && recvbuf == nullptr && sendbuf != MPI_IN_PLACE) {
+      // Rank 0's recvbuf is not significant for MPI_Exscan, so it may be null; the algorithm
+      // still needs a receive area as workspace.
+      staging[1].allocate(static_cast<std::size_t>(red->elements(count)) *
+                          red->element_type().size);
+      recv = staging[1].data.get();
+    } else {
+      recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);
+    }
     Unpack unpack;
     if (!exclusive || c.rank() != 0) {  // exscan: rank 0's result is undefined
       unpack = if_staged(staging[1], [red, recvbuf, count](const std::vector<Staging>& s) {

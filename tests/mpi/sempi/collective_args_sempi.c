@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   init_world_returning_errors(&argc, &argv, &rank, &size);
   int value = rank;
   int values[64] = {0};
+  int sum_before = -1;
 
   EXPECT_ERROR_CLASS(MPI_ERR_BUFFER, MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD));
   EXPECT_ERROR_CLASS(MPI_ERR_BUFFER,
@@ -93,6 +94,21 @@ int main(int argc, char** argv) {
   const int rc =
       MPI_Gather(&value, 1, MPI_INT, values, rank == 0 ? 2 : 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0 || rc != MPI_SUCCESS) EXPECT_ERROR_CLASS(MPI_ERR_COUNT, rc);
+
+  /* MPI_Exscan's recvbuf is not significant at rank 0: it may be null there, for a basic and
+   * for a derived datatype. */
+  MPI_Datatype two_ints;
+  CHECK_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &two_ints));
+  CHECK_MPI(MPI_Type_commit(&two_ints));
+  int contributions[4] = {1, -1, 10, -1};
+  int below[4] = {-7, -7, -7, -7};
+  CHECK_MPI(
+      MPI_Exscan(contributions, rank == 0 ? NULL : below, 1, two_ints, MPI_SUM, MPI_COMM_WORLD));
+  if (rank > 0) CHECK(below[0] == rank && below[1] == -7 && below[2] == 10 * rank);
+  CHECK_MPI(
+      MPI_Exscan(&value, rank == 0 ? NULL : &sum_before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  if (rank > 0) CHECK(sum_before == rank * (rank - 1) / 2);
+  CHECK_MPI(MPI_Type_free(&two_ints));
 
   /* Nothing was started: the communicator's collectives still line up. */
   int sum = -1;
