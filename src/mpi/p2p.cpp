@@ -342,15 +342,16 @@ void check_request_array(int count, MPI_Request requests[]) {
   check_count(count);
   for (int i = 0; i < count; ++i) request_of(requests[i]);
   // A nonpersistent request twice would be completed, and freed, twice (erroneous, and cheap
-  // to refuse). A persistent one twice is harmless: the second finds it inactive.
-  thread_local std::vector<MPI_Request> active;
-  active.clear();
+  // to refuse: one pass, each request stamped with this call's number). A persistent one twice
+  // is harmless: the second finds it inactive.
+  static std::atomic<std::uint64_t> calls{0};
+  const std::uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] != MPI_REQUEST_NULL && !requests[i]->persistent) active.push_back(requests[i]);
-  }
-  std::sort(active.begin(), active.end(), std::less<MPI_Request>());  // a total order
-  if (std::adjacent_find(active.begin(), active.end()) != active.end()) {
-    fail(MPI_ERR_REQUEST, "the same request appears twice in the array");
+    if (requests[i] == MPI_REQUEST_NULL || requests[i]->persistent) continue;
+    if (requests[i]->listed_in_call.exchange(call, std::memory_order_relaxed) == call) {
+      fail(MPI_ERR_REQUEST,
+           "the same request appears twice in the array (index " + std::to_string(i) + ")");
+    }
   }
   reap_detached();
 }

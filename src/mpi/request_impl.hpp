@@ -3,6 +3,8 @@
 // (unpacking a staged receive, finishing a nonblocking collective) and, for persistent
 // requests, the arguments to start it again.
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -28,6 +30,11 @@ struct sempi_mpi_request {
   std::vector<sempi::mpi::Staging> scratch;  // a nonblocking collective's buffers
   /// Runs once when the operation completes successfully (collectives: unpack, reduce, ...).
   std::function<void()> on_complete;
+
+  /// The last call that checked an array holding this request (a number no other call uses):
+  /// the same number seen twice in one array is a request listed twice. Atomic only so that an
+  /// erroneous program listing it in two threads' calls at once is no data race.
+  std::atomic<std::uint64_t> listed_in_call{0};
 
   // Persistent requests: inactive until MPI_Start; completion makes them inactive again.
   bool persistent = false;
