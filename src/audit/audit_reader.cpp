@@ -956,6 +956,14 @@ ReconcileResult reconcile(const AuditDir& dir) {
         result.mismatched.push_back("a second " + action + " record of one message: " + file.name +
                                     ":" + std::to_string(r.line) + " after " + at->second.file +
                                     ":" + std::to_string(at->second.line));
+        result.mismatched_records.push_back(
+            {{"kind", "recorded_twice"},
+             {"action", action},
+             {"from", std::get<0>(key)},
+             {"to", std::get<1>(key)},
+             {"msg", std::get<2>(key)},
+             {"first", {{"file", at->second.file}, {"line", at->second.line}}},
+             {"second", {{"file", file.name}, {"line", r.line}}}});
       }
     });
   }
@@ -964,6 +972,15 @@ ReconcileResult reconcile(const AuditDir& dir) {
            " msg " + std::to_string(std::get<2>(k)) + " comm " + in_quotes(m.comm) + " context " +
            std::to_string(m.context) + " op " + in_quotes(m.op) + " tag " + std::to_string(m.tag) +
            " bytes " + std::to_string(m.bytes) + " (" + m.file + ":" + std::to_string(m.line) + ")";
+  };
+  using Json = nlohmann::ordered_json;
+  auto record = [](const Msg& m) {
+    return Json{{"file", m.file}, {"line", m.line}, {"comm", m.comm},  {"context", m.context},
+                {"op", m.op},     {"tag", m.tag},   {"bytes", m.bytes}};
+  };
+  auto entry = [](const char* kind, const Key& k) {
+    return Json{
+        {"kind", kind}, {"from", std::get<0>(k)}, {"to", std::get<1>(k)}, {"msg", std::get<2>(k)}};
   };
   result.sends = sends.size();
   for (const auto& [key, send] : sends) {
@@ -974,6 +991,10 @@ ReconcileResult reconcile(const AuditDir& dir) {
           recv.context != send.context) {
         result.mismatched.push_back("send " + describe(key, send) + " vs receive " +
                                     describe(key, recv));
+        Json j = entry("inconsistent", key);
+        j["send"] = record(send);
+        j["receive"] = record(recv);
+        result.mismatched_records.push_back(std::move(j));
       }
       receives.erase(it);
     } else if (denials.count(key) != 0) {
@@ -984,10 +1005,16 @@ ReconcileResult reconcile(const AuditDir& dir) {
       ++result.past_audit_limit;
     } else {
       result.unmatched.push_back("sent, never received: " + describe(key, send));
+      Json j = entry("sent_never_received", key);
+      j["send"] = record(send);
+      result.unmatched_records.push_back(std::move(j));
     }
   }
   for (const auto& [key, recv] : receives) {
     result.unmatched.push_back("received, never sent: " + describe(key, recv));
+    Json j = entry("received_never_sent", key);
+    j["receive"] = record(recv);
+    result.unmatched_records.push_back(std::move(j));
   }
   return result;
 }

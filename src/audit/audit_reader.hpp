@@ -143,6 +143,10 @@ struct ReconcileResult {
   // Matched by id, but bytes, tag, op or communicator (context) disagree; or a message
   // recorded twice on one side.
   std::vector<std::string> mismatched;
+  // The same as unmatched and mismatched, as JSON objects with the records' fields as they are
+  // (for tools: the lines above quote and escape names for people).
+  std::vector<nlohmann::ordered_json> unmatched_records;
+  std::vector<nlohmann::ordered_json> mismatched_records;
   // What could not be counted: files that cannot be read, lines over the limit, cut-off lines.
   std::vector<std::string> unread;
   bool message_records = false;  // false: message audit was off, nothing to reconcile

@@ -247,6 +247,10 @@ fi
 expect 1 "" "audit reconcile --json of a name with control characters" -- \
   "$SEMPI" audit reconcile "$WORK/c1" --json
 if raw_controls; then fail "audit reconcile --json printed a raw control character"; fi
+# Its records are for tools: the name as the log has it, \u-escaped by the JSON.
+if ! grep -qF '"comm": "\u009b31m\u007f"' "$WORK/out"; then
+  fail "audit reconcile --json has no record with the raw name: $(cat "$WORK/out")"
+fi
 # Its lines are text for people, names quoted and escaped as reconcile prints them.
 if ! grep -qF 'comm \"\\xc2\\x9b31m\\x7f\" context' "$WORK/out"; then
   fail "audit reconcile --json does not escape the name: $(cat "$WORK/out")"

@@ -1169,6 +1169,10 @@ TEST(AuditReconcile, ARecordTwiceOrOfAnotherCommunicatorIsInconsistent) {
   ASSERT_EQ(result.mismatched.size(), 1u);
   EXPECT_EQ(result.mismatched[0],
             "a second message.receive record of one message: rank-1.jsonl:13 after rank-1.jsonl:3");
+  ASSERT_EQ(result.mismatched_records.size(), 1u);
+  EXPECT_EQ(result.mismatched_records[0]["kind"], "recorded_twice");
+  EXPECT_EQ(result.mismatched_records[0]["first"]["line"], 3);
+  EXPECT_EQ(result.mismatched_records[0]["second"]["line"], 13);
   l.pop_back();
   auto other = nlohmann::json::parse(l[2]);
   other["sempi"]["context"] = 6;
@@ -1178,6 +1182,10 @@ TEST(AuditReconcile, ARecordTwiceOrOfAnotherCommunicatorIsInconsistent) {
   ASSERT_EQ(result.mismatched.size(), 1u);
   EXPECT_TRUE(result.mismatched[0].starts_with("send rank 0 -> rank 1 msg 1"))
       << result.mismatched[0];
+  ASSERT_EQ(result.mismatched_records.size(), 1u);
+  EXPECT_EQ(result.mismatched_records[0]["kind"], "inconsistent");
+  EXPECT_EQ(result.mismatched_records[0]["send"]["context"], 0);
+  EXPECT_EQ(result.mismatched_records[0]["receive"]["context"], 6);
 }
 
 // comm.refuse records carry "dry_run" as a boolean: false is an enforced refusal.
@@ -1308,6 +1316,15 @@ TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
             "\"w\\\" op \\\"p2p\\\" tag 0 (rank-1.jsonl:2)\\u202e\" context 0 op \"p2p\" tag 0 "
             "bytes 0 "
             "(rank-0.jsonl:1)");
+  // For tools, the same as fields, the name as the record has it.
+  ASSERT_EQ(result.unmatched_records.size(), 1u);
+  const auto& record = result.unmatched_records[0];
+  EXPECT_EQ(record["kind"], "sent_never_received");
+  EXPECT_EQ(record["from"], 0);
+  EXPECT_EQ(record["to"], 1);
+  EXPECT_EQ(record["msg"], 1);
+  EXPECT_EQ(record["send"]["comm"], "w\" op \"p2p\" tag 0 (rank-1.jsonl:2)\xe2\x80\xae");
+  EXPECT_EQ(record["send"]["line"], 1);
 }
 
 }  // namespace

@@ -58,6 +58,8 @@ constexpr const char* kReconcileUsage =
     "policy count as denied, and those it dropped because it had left their collective\n"
     "(message.drop) as dropped, not unmatched. Sends without a receive record to a receiver\n"
     "that had stopped recording drops from that sender (audit.limit) are counted apart.\n"
+    "With --json, \"unmatched\" and \"mismatched\" are those lines, and \"unmatched_records\"\n"
+    "and \"mismatched_records\" the same as objects with each record's fields as logged.\n"
     "\n"
     "Exit status: 0 everything matched, 1 unmatched or inconsistent messages (or a message\n"
     "recorded twice), or part of the logs could not be counted; 2 bad usage or no audit logs\n"
@@ -160,6 +162,8 @@ int run_reconcile(const std::vector<std::string>& args) {
                                       {"past_audit_limit", r.past_audit_limit},
                                       {"unmatched", r.unmatched},
                                       {"mismatched", r.mismatched},
+                                      {"unmatched_records", r.unmatched_records},
+                                      {"mismatched_records", r.mismatched_records},
                                       {"not_read", r.unread},
                                       {"message_records", r.message_records}};
     std::printf("%s\n", terminal_json(j).c_str());
