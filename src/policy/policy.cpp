@@ -158,8 +158,13 @@ bool valid_group_name(std::string_view name) {
   });
 }
 
+// At most 256 characters, as the schema's maxLength counts them (not bytes: UTF-8 takes up to
+// four a character). nlohmann has checked that the string is well-formed UTF-8.
 bool valid_pattern(std::string_view pattern) {
-  if (pattern.empty() || pattern.size() > 256) return false;
+  const auto characters = std::count_if(pattern.begin(), pattern.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;  // not a continuation byte
+  });
+  if (pattern.empty() || characters > 256) return false;
   const auto star = pattern.find('*');
   return star == std::string_view::npos || star == pattern.size() - 1;
 }

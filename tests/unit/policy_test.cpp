@@ -199,6 +199,19 @@ TEST(PolicyValidation, ASignInEitherHalfOfARangeIsRefused) {
                   .empty());
 }
 
+// A name or pattern holds up to 256 characters, counted as the schema's maxLength counts them:
+// 200 euro signs (600 bytes) are as valid to both, 257 letters to neither.
+TEST(PolicyValidation, NameLengthsCountCharactersAsTheSchemaDoes) {
+  std::string euros;
+  for (int i = 0; i < 200; ++i) euros += "\xe2\x82\xac";
+  const nlohmann::json valid = {{"version", 1}, {"communicators", {{{"name", euros}}}}};
+  EXPECT_TRUE(Policy::validate(valid).empty());
+  const nlohmann::json too_long = {{"version", 1},
+                                   {"communicators", {{{"name", std::string(257, 'a')}}}}};
+  ASSERT_EQ(Policy::validate(too_long).size(), 1u);
+  EXPECT_EQ(Policy::validate(too_long)[0].path, "/communicators/0/name");
+}
+
 // A path names the key: "/" and "~" inside a key are escaped (RFC 6901), or the path would
 // point somewhere else.
 TEST(PolicyValidation, DuplicateKeyPathsEscapeSlashAndTildeInKeys) {
