@@ -1108,6 +1108,11 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   wait_until([&] {
     return finalize_ok_.load() || aborted_.load() || std::chrono::steady_clock::now() > deadline;
   });
+  // Peers are blamed below only if they had time to say GOODBYE: a confirmation that came in
+  // the last second means some rank was late, not that every peer failed.
+  const bool confirmed_in_time =
+      bootstrap_fd_ < 0 || (finalize_ok_.load() &&
+                            deadline - std::chrono::steady_clock::now() >= std::chrono::seconds(1));
   {
     std::lock_guard lock(mu_);
     for (auto& peer : peers_) {
@@ -1130,26 +1135,24 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     progress(std::chrono::milliseconds(10));
   }
   std::lock_guard lock(mu_);
-  // Closing on a peer that had not finished by the deadline is no clean end: it is named (log
-  // and audit, before the chain closes). Unless the launcher never confirmed that every rank
-  // reached finalize: then no peer could have said GOODBYE, and the late rank is the cause.
-  const bool confirmed = finalize_ok_.load() || bootstrap_fd_ < 0;
-  if (!confirmed && abort_reason_.empty() && !aborted_.load()) {
+  // Closing on a peer that had not said GOODBYE by the deadline is no clean end: it is named
+  // (log and audit, before the chain closes). Unless the launcher did not confirm in time that
+  // every rank reached finalize: then the late rank is the cause, and no peer is blamed. (A
+  // peer that said GOODBYE but left our last frames unread is not named: it may have paused
+  // reading us, as a receiver does past its unexpected-message budget.)
+  if (!confirmed_in_time && abort_reason_.empty() && !aborted_.load()) {
     const std::string reason =
-        "no confirmation from the launcher before the finalize deadline "
+        "no confirmation from the launcher, a second or more before the finalize deadline, "
         "that every rank reached finalize";
     spdlog::warn("sempi[rank {}]: {}", config_.world_rank, reason);
     if (audit::AuditLog* log = audit()) log->event("finalize.timeout", false, reason);
   }
   for (const auto& peer : peers_) {
-    if (!confirmed || !peer || !peer->channel_ || peer->failed_ || !abort_reason_.empty()) {
+    if (!confirmed_in_time || !peer || !peer->channel_ || peer->failed_ || !abort_reason_.empty() ||
+        peer->said_goodbye_ || peer->paused_) {
       continue;
     }
-    const bool no_goodbye = !peer->said_goodbye_ && !peer->paused_;
-    if (!no_goodbye && !peer->channel_->has_pending_writes()) continue;
-    const std::string reason = no_goodbye
-                                   ? "no GOODBYE before the finalize deadline"
-                                   : "did not read our last frames before the finalize deadline";
+    const std::string reason = "no GOODBYE before the finalize deadline";
     spdlog::warn("sempi[rank {}]: rank {}: {}", config_.world_rank, peer->world_rank_, reason);
     if (audit::AuditLog* log = audit()) {
       log->event("peer.failure", false, reason, {{"peer", peer->world_rank_}});

@@ -622,7 +622,7 @@ class Launcher::Job {
   // After the seal: what the ranks wrote reaches our reader however slowly it reads. An
   // interrupt discards the rest; the job's exit status stands.
   void deliver_output(SignalPipe& signals) {
-    const auto notice_at = Clock::now() + kOutputNoticeDelay;
+    auto notice_at = Clock::now() + kOutputNoticeDelay;
     bool noticed = false;
     for (;;) {
       const bool out_done = stdout_->drained();  // both asked: each arms its own wake-up
@@ -640,7 +640,7 @@ class Launcher::Job {
       pollfd p{signals.fd(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(wait.count()));
       for (const int sig : signals.take()) {
-        if (stops_the_job(sig)) stop_the_job(sig);  // Ctrl-Z while a pager holds the rest
+        if (stops_the_job(sig)) notice_at += stop_the_job(sig);  // Ctrl-Z while a pager reads
         if (ends_the_job(sig)) {
           stdout_->abandon();
           stderr_->abandon();
@@ -783,7 +783,7 @@ class Launcher::Job {
   // thread's SIGTTOU) merges with it: one stop, one fg.
   // The launcher's own deadlines move by the time stopped (the ranks' do not: a job stopped
   // for longer than SEMPI_START_TIMEOUT or SEMPI_FINALIZE_TIMEOUT may fail once continued).
-  void stop_the_job(int signo) {
+  Clock::duration stop_the_job(int signo) {
     signal_running(SIGSTOP);
     sigset_t just_this;
     sigemptyset(&just_this);
@@ -803,11 +803,12 @@ class Launcher::Job {
       if (*deadline) **deadline += stopped_for;
     }
     signal_running(SIGCONT);
+    return stopped_for;  // for the callers' own deadlines
   }
 
   void on_launcher_signal(int signo) {
     if (stops_the_job(signo)) {
-      stop_the_job(signo);
+      (void)stop_the_job(signo);
       return;
     }
     if (is_forwarded(signo)) {
@@ -848,7 +849,7 @@ class Launcher::Job {
   // the children their deaths hand over. Bounded: kKillGrace in all, and a child we may not
   // signal (it changed its user) or that does not die (uninterruptible sleep) is left alone.
   void end_orphans() {
-    const auto deadline = Clock::now() + kKillGrace;
+    auto deadline = Clock::now() + kKillGrace;
     std::set<pid_t> spared(children_before_job_.begin(), children_before_job_.end());
     while (Clock::now() < deadline) {
       std::vector<pid_t> orphans;
@@ -869,7 +870,7 @@ class Launcher::Job {
         pollfd p{signals_->fd(), POLLIN, 0};
         if (left.count() > 0) ::poll(&p, 1, static_cast<int>(left.count()));
         for (const int sig : signals_->take()) {  // SIGCHLD is what this waits for
-          if (stops_the_job(sig)) stop_the_job(sig);
+          if (stops_the_job(sig)) deadline += stop_the_job(sig);
           if (ends_the_job(sig)) {
             on_launcher_signal(sig);
             return;
