@@ -906,7 +906,7 @@ std::string report_text(const nlohmann::ordered_json& report) {
 
 // --- reconcile -----------------------------------------------------------------------------
 
-ReconcileResult reconcile(const AuditDir& dir) {
+ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
   struct Msg {
     std::string file;
     std::size_t line = 0;
@@ -956,14 +956,16 @@ ReconcileResult reconcile(const AuditDir& dir) {
         result.mismatched.push_back("a second " + action + " record of one message: " + file.name +
                                     ":" + std::to_string(r.line) + " after " + at->second.file +
                                     ":" + std::to_string(at->second.line));
-        result.mismatched_records.push_back(
-            {{"kind", "recorded_twice"},
-             {"action", action},
-             {"from", std::get<0>(key)},
-             {"to", std::get<1>(key)},
-             {"msg", std::get<2>(key)},
-             {"first", {{"file", at->second.file}, {"line", at->second.line}}},
-             {"second", {{"file", file.name}, {"line", r.line}}}});
+        if (with_records) {
+          result.mismatched_records.push_back(
+              {{"kind", "recorded_twice"},
+               {"action", action},
+               {"from", std::get<0>(key)},
+               {"to", std::get<1>(key)},
+               {"msg", std::get<2>(key)},
+               {"first", {{"file", at->second.file}, {"line", at->second.line}}},
+               {"second", {{"file", file.name}, {"line", r.line}}}});
+        }
       }
     });
   }
@@ -991,10 +993,12 @@ ReconcileResult reconcile(const AuditDir& dir) {
           recv.context != send.context) {
         result.mismatched.push_back("send " + describe(key, send) + " vs receive " +
                                     describe(key, recv));
-        Json j = entry("inconsistent", key);
-        j["send"] = record(send);
-        j["receive"] = record(recv);
-        result.mismatched_records.push_back(std::move(j));
+        if (with_records) {
+          Json j = entry("inconsistent", key);
+          j["send"] = record(send);
+          j["receive"] = record(recv);
+          result.mismatched_records.push_back(std::move(j));
+        }
       }
       receives.erase(it);
     } else if (denials.count(key) != 0) {
@@ -1005,16 +1009,20 @@ ReconcileResult reconcile(const AuditDir& dir) {
       ++result.past_audit_limit;
     } else {
       result.unmatched.push_back("sent, never received: " + describe(key, send));
-      Json j = entry("sent_never_received", key);
-      j["send"] = record(send);
-      result.unmatched_records.push_back(std::move(j));
+      if (with_records) {
+        Json j = entry("sent_never_received", key);
+        j["send"] = record(send);
+        result.unmatched_records.push_back(std::move(j));
+      }
     }
   }
   for (const auto& [key, recv] : receives) {
     result.unmatched.push_back("received, never sent: " + describe(key, recv));
-    Json j = entry("received_never_sent", key);
-    j["receive"] = record(recv);
-    result.unmatched_records.push_back(std::move(j));
+    if (with_records) {
+      Json j = entry("received_never_sent", key);
+      j["receive"] = record(recv);
+      result.unmatched_records.push_back(std::move(j));
+    }
   }
   return result;
 }

@@ -154,6 +154,8 @@ struct ReconcileResult {
 /// Matches every message.send with the message.receive (or receive-side denial, or drop) of
 /// the same (sender, receiver, message id). A message received and then dropped counts as
 /// matched: it did arrive.
-ReconcileResult reconcile(const AuditDir& dir);
+/// `with_records`: also fill unmatched_records and mismatched_records (for --json; they cost
+/// memory in proportion to what is unmatched).
+ReconcileResult reconcile(const AuditDir& dir, bool with_records = true);
 
 }  // namespace sempi::audit

@@ -1325,6 +1325,10 @@ TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
   EXPECT_EQ(record["msg"], 1);
   EXPECT_EQ(record["send"]["comm"], "w\" op \"p2p\" tag 0 (rank-1.jsonl:2)\xe2\x80\xae");
   EXPECT_EQ(record["send"]["line"], 1);
+  // Not asked for (text output), the records are not built.
+  const auto lines_only = reconcile(load_audit_dir(dir.path()), false);
+  EXPECT_EQ(lines_only.unmatched, result.unmatched);
+  EXPECT_TRUE(lines_only.unmatched_records.empty());
 }
 
 }  // namespace

@@ -152,9 +152,10 @@ int run_reconcile(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const CliArgs cli(args, spec);
-  const auto r = audit::reconcile(logs_in(cli));
+  const bool json = cli.flag("--json");
+  auto r = audit::reconcile(logs_in(cli), json);
   const bool clean = r.unmatched.empty() && r.mismatched.empty() && r.unread.empty();
-  if (cli.flag("--json")) {
+  if (json) {
     const nlohmann::ordered_json j = {{"sends", r.sends},
                                       {"matched", r.matched},
                                       {"denied", r.denied},
@@ -162,8 +163,8 @@ int run_reconcile(const std::vector<std::string>& args) {
                                       {"past_audit_limit", r.past_audit_limit},
                                       {"unmatched", r.unmatched},
                                       {"mismatched", r.mismatched},
-                                      {"unmatched_records", r.unmatched_records},
-                                      {"mismatched_records", r.mismatched_records},
+                                      {"unmatched_records", std::move(r.unmatched_records)},
+                                      {"mismatched_records", std::move(r.mismatched_records)},
                                       {"not_read", r.unread},
                                       {"message_records", r.message_records}};
     std::printf("%s\n", terminal_json(j).c_str());
