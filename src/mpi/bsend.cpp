@@ -93,7 +93,7 @@ int MPI_Buffer_attach(void* buffer, int size) {
   return guarded(MPI_COMM_WORLD, "MPI_Buffer_attach", [&] {
     if (size < 0) fail(MPI_ERR_ARG, "negative buffer size " + std::to_string(size));
     if (buffer == nullptr && size > 0) fail(MPI_ERR_BUFFER, "null buffer");
-    if (buffer == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not a buffer");
+    refuse_in_place(buffer);
     std::lock_guard lock(g_mu);
     if (g_buffer.attached) {
       fail(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)");

@@ -68,22 +68,6 @@ std::size_t bytes_of(std::int64_t count, const TypeMap& t) {
 
 // --- plain data movement -------------------------------------------------------------------------
 
-// MPI_IN_PLACE is an address (1), not memory: every call that allows it substitutes the other
-// buffer first, so one that reaches a buffer view is in a place the standard does not allow.
-void refuse_in_place(const void* buf) {
-  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for this buffer");
-}
-
-// A buffer for `count` elements at `displacement` bytes: neither MPI_IN_PLACE nor null (packing
-// would read address 0, unpacking or the engine write there), as point-to-point checks too.
-void check_data_buffer(const void* buf, std::int64_t count, const TypeMap& t,
-                       std::int64_t displacement = 0) {
-  refuse_in_place(buf);
-  if (missing_buffer(buf, count, t, displacement)) {
-    fail(MPI_ERR_BUFFER, "null buffer for " + std::to_string(count) + " elements");
-  }
-}
-
 // The block a rank sends itself goes from its send buffer to its receive buffer: both must
 // hold the same bytes (as the v-forms check), or the copy reads past one or truncates.
 void check_own_block(std::size_t send_bytes, std::size_t recv_bytes) {
@@ -224,6 +208,10 @@ class Reduction {
     return static_cast<int>(n);
   }
   [[nodiscard]] const ElementType& element_type() const { return et_; }
+  /// Bytes of `count` instances as the element stream the reduction engine works on.
+  [[nodiscard]] std::size_t stream_bytes(std::int64_t count) const {
+    return static_cast<std::size_t>(elements(count)) * et_.size;
+  }
   [[nodiscard]] const Op& op() const { return op_; }
 
   /// `count` instances at `buf` as an element stream (the user's memory when it already is).
@@ -311,9 +299,6 @@ class Reduction {
   [[nodiscard]] const void* direct_pointer(const void* buf, std::int64_t count) const {
     if (element_ != nullptr && !element_->contiguous()) return buf;
     return count * type_->size == 0 ? buf : at(buf, type_->blocks[0].offset);
-  }
-  [[nodiscard]] std::size_t stream_bytes(std::int64_t count) const {
-    return static_cast<std::size_t>(elements(count)) * et_.size;
   }
   void to_stream(const void* buf, std::int64_t count, Staging& s) const {
     if (element_ != nullptr && !element_->contiguous()) {
@@ -744,8 +729,7 @@ int scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, M
     if (exclusive && c.rank() == 0 && recvbuf == nullptr && sendbuf != MPI_IN_PLACE) {
       // Rank 0's recvbuf is not significant for MPI_Exscan, so it may be null; the algorithm
       // still needs a receive area as workspace.
-      staging[1].allocate(static_cast<std::size_t>(red->elements(count)) *
-                          red->element_type().size);
+      staging[1].allocate(red->stream_bytes(count));
       recv = staging[1].data.get();
     } else {
       recv = red->output(recvbuf, count, staging[1], sendbuf == MPI_IN_PLACE);

@@ -352,7 +352,7 @@ int MPI_Pack(const void* inbuf, int incount, MPI_Datatype datatype, void* outbuf
     require_output(position, "position");
     const std::int64_t need = data_bytes(incount, *t);
     if (need > 0 && outbuf == nullptr) fail(MPI_ERR_BUFFER, "null output buffer");
-    if (outbuf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only in collectives");
+    refuse_in_place(outbuf);
     if (outsize < 0) fail(MPI_ERR_ARG, "negative outsize " + std::to_string(outsize));
     if (*position < 0) fail(MPI_ERR_ARG, "negative position " + std::to_string(*position));
     if (*position + need > outsize) {
@@ -376,9 +376,8 @@ int MPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int o
     const std::int64_t need = data_bytes(outcount, *t);
     if (need > 0 && inbuf == nullptr) fail(MPI_ERR_BUFFER, "null input buffer");
     if (missing_buffer(outbuf, outcount, *t)) fail(MPI_ERR_BUFFER, "null output buffer");
-    if (inbuf == MPI_IN_PLACE || outbuf == MPI_IN_PLACE) {
-      fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only in collectives");
-    }
+    refuse_in_place(inbuf);
+    refuse_in_place(outbuf);
     if (*position < 0 || *position + need > insize) {
       fail(MPI_ERR_TRUNCATE, "MPI_Unpack needs " + std::to_string(need) +
                                  " bytes at position " + std::to_string(*position) +

@@ -519,18 +519,20 @@ std::int64_t data_bytes(std::int64_t count, const TypeMap& type) {
   return bytes;
 }
 
-namespace {
-void check_buffer(const void* buf, std::int64_t count, const TypeMap& type) {
-  // MPI_IN_PLACE is an address (1), not memory: valid only where a collective allows it.
-  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is valid only in collectives");
-  if (missing_buffer(buf, count, type)) {
+void refuse_in_place(const void* buf) {
+  if (buf == MPI_IN_PLACE) fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid for this buffer");
+}
+
+void check_data_buffer(const void* buf, std::int64_t count, const TypeMap& type,
+                       std::int64_t displacement) {
+  refuse_in_place(buf);
+  if (missing_buffer(buf, count, type, displacement)) {
     fail(MPI_ERR_BUFFER, "null buffer for " + std::to_string(count) + " elements");
   }
 }
-}  // namespace
 
 SendBuffer::SendBuffer(const void* buf, std::int64_t count, const TypeMap& type) {
-  check_buffer(buf, count, type);
+  check_data_buffer(buf, count, type);
   bytes = static_cast<std::size_t>(data_bytes(count, type));
   if (type.contiguous()) {
     ptr = bytes == 0 ? buf : at(buf, type.blocks[0].offset);
@@ -543,7 +545,7 @@ SendBuffer::SendBuffer(const void* buf, std::int64_t count, const TypeMap& type)
 
 RecvBuffer::RecvBuffer(void* buf, std::int64_t n, std::shared_ptr<const TypeMap> t)
     : user(buf), count(n), type(std::move(t)) {
-  check_buffer(buf, count, *type);
+  check_data_buffer(buf, count, *type);
   capacity = static_cast<std::size_t>(data_bytes(count, *type));
   if (type->contiguous()) {
     ptr = capacity == 0 ? buf : at(buf, type->blocks[0].offset);

@@ -313,6 +313,15 @@ struct RecvBuffer {
 /// are reported before memory is touched.
 bool missing_buffer(const void* buf, std::int64_t count, const TypeMap& type,
                     std::int64_t displacement = 0);
+/// MPI_ERR_BUFFER if `buf` is MPI_IN_PLACE: an address (1), not memory. Every call that allows
+/// it substitutes the other buffer first, so one that reaches a buffer is in a place the
+/// standard does not allow.
+void refuse_in_place(const void* buf);
+/// MPI_ERR_BUFFER unless `buf` holds `count` elements at `displacement` bytes: not
+/// MPI_IN_PLACE, and not missing_buffer() (packing would read address 0, unpacking or the
+/// engine write there).
+void check_data_buffer(const void* buf, std::int64_t count, const TypeMap& type,
+                       std::int64_t displacement = 0);
 /// Bytes of data in `count` instances of `type`. MPI_ERR_COUNT if that, or the memory the
 /// instances span, does not fit in 64 bits: no staging buffer is then sized by a wrapped
 /// product.
