@@ -1135,6 +1135,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     progress(std::chrono::milliseconds(10));
   }
   std::lock_guard lock(mu_);
+  audit_unreceived();
   // Closing on a peer that had not said GOODBYE by the deadline is no clean end: it is named
   // (log and audit, before the chain closes). Unless the launcher did not confirm in time that
   // every rank reached finalize: then the late rank is the cause, and no peer is blamed. (A
@@ -1710,6 +1711,17 @@ void Engine::audit_dropped(int peer, std::uint32_t context, std::uint16_t op, in
 void Engine::audit_dropped(const Unexpected& message, const char* reason) {
   audit_dropped(message.source, message.context, message.op, message.tag, message.bytes,
                 message.msg_id, reason);
+}
+
+void Engine::audit_unreceived() {
+  // Without these the sender's message.send would have no counterpart, and frames on a
+  // communicator this rank never created (which the policy never judged: admit) would leave
+  // no trace at all. A tombstone's drop was audited when its sender withdrew (on_withdrawn).
+  if (audit() == nullptr) return;
+  for (const Unexpected& message : unexpected_) {
+    if (message.source == config_.world_rank || message.withdrawn != ErrorClass::success) continue;
+    audit_dropped(message, message.undecided ? kDroppedCommNeverCreated : kDroppedNeverReceived);
+  }
 }
 
 void Engine::audit_withdrawal(const char* action, int peer, std::uint32_t context, std::uint16_t op,

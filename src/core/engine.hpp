@@ -496,6 +496,12 @@ class Engine {
   void audit_dropped(const Unexpected& message, const char* reason = kDroppedLeftHere);
   static constexpr const char* kDroppedLeftHere = "this rank left the collective";
   static constexpr const char* kDroppedSenderLeft = "the sender left the collective";
+  static constexpr const char* kDroppedNeverReceived = "not received before finalize";
+  static constexpr const char* kDroppedCommNeverCreated =
+      "its communicator was never created on this rank";
+  // At finalize: a message.drop record for each message still queued, never received (see
+  // finalize()).
+  void audit_unreceived();
   // collective.withdraw / collective.withdrawn: the communicator, operation and sequence
   // number of a collective this rank or `peer` (world rank; -1: this rank) left, and why.
   // True if a departure record of `peer` (world rank) may still be written; counts it, and

@@ -1025,6 +1025,33 @@ TEST(EngineFrames, APeerWithoutGoodbyeAtTheFinalizeDeadlineIsAFailure) {
   EXPECT_EQ(audit_records(audit, "finalize.timeout").size(), 1u);
 }
 
+// Messages still queued at finalize were never received: each is a message.drop record, so
+// that the sender's message.send has a counterpart, and one on a communicator this rank never
+// created (which the policy never judged) leaves a trace at all.
+TEST(EngineFrames, MessagesNeverReceivedAreAuditedAsDroppedAtFinalize) {
+  EngineUnderAttack rank0({}, policy_for("enforce", "*"));
+  rank0.engine().register_comm(*rank0.world());
+  rank0.send(FrameType::eager, kPayload);  // on world, never received (channel sequence 1)
+  FrameHeader unknown;
+  unknown.type = FrameType::eager;
+  unknown.context = 40;  // no communicator of rank 0 has it (sequence 2)
+  unknown.source = 1;
+  unknown.tag = kTag;
+  rank0.send(unknown, kPayload);
+  rank0.send(FrameType::goodbye);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  const auto drops = audit_records(rank0.audit_text(), "message.drop");
+  ASSERT_EQ(drops.size(), 2u);
+  EXPECT_NE(drops[0].find("\"msg\":1,"), std::string::npos) << drops[0];
+  EXPECT_NE(drops[0].find("not received before finalize"), std::string::npos) << drops[0];
+  EXPECT_NE(drops[1].find("\"msg\":2,"), std::string::npos) << drops[1];
+  EXPECT_NE(drops[1].find("\"context\":40,"), std::string::npos) << drops[1];
+  EXPECT_NE(drops[1].find("its communicator was never created on this rank"), std::string::npos)
+      << drops[1];
+}
+
 // The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's
 // control characters and line breaks are escaped, not passed on.
 TEST(EngineFrames, ReasonsFromAPeerAreMadePrintable) {
