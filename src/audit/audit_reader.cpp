@@ -934,7 +934,11 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
       const bool deny =
           action == "policy.deny" && str_field(r, "direction") == "receive" && !is_dry_run(r);
       const bool drop = action == "message.drop";
-      if (action == "audit.limit") limited.insert({rank, int_field<int>(r, "peer")});
+      // Only a limit on drop records can hide why a message was not received (a limit on
+      // dry-run denials names "records": "policy.deny").
+      if (action == "audit.limit" && str_field(r, "records") != "policy.deny") {
+        limited.insert({rank, int_field<int>(r, "peer")});
+      }
       if (!send && !recv && !deny && !drop) return;
       // Denials and drops are written at every level: only these say message audit was on.
       if (send || recv) result.message_records = true;

@@ -1136,6 +1136,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   }
   std::lock_guard lock(mu_);
   audit_unreceived();
+  audit_dry_run_totals();
   // Closing on a peer that had not said GOODBYE by the deadline is no clean end: it is named
   // (log and audit, before the chain closes). Unless the launcher did not confirm in time that
   // every rank reached finalize: then the late rank is the cause, and no peer is blamed. (A
@@ -1363,7 +1364,9 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
   // audit mode: that mode relaxes the policy, never MPI's own communicator semantics.
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
                        verdict == Verdict::deny_op_context;
-  if (audit::AuditLog* log = audit()) {
+  if (audit::AuditLog* log = audit();
+      log != nullptr &&
+      (enforce || dry_run_audit_allowed(entry, peer, context, verdict, direction))) {
     audit::MessageRecord r = message_record("policy.deny", peer, context, op, tag, bytes, msg);
     r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
     r.success = false;
@@ -1385,6 +1388,44 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
         std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
   return Admit::deny;
+}
+
+bool Engine::dry_run_audit_allowed(const CommEntry* entry, int peer, std::uint32_t context,
+                                   Verdict verdict, const char* direction) {
+  const bool received = std::string_view(direction) == "receive";
+  const std::uint64_t seen = ++dry_run_denials_[{peer, context & ~1u, verdict, received}];
+  if (seen <= kAuditedDryRunDenials) return true;
+  if (seen == kAuditedDryRunDenials + 1) {
+    audit()->event("audit.limit", false,
+                   "further dry-run policy.deny records like this one are not written; "
+                   "finalize records how many",
+                   {{"records", "policy.deny"},
+                    {"peer", peer},
+                    {"comm", entry != nullptr ? entry->name : std::string("?")},
+                    {"context", context},
+                    {"direction", direction},
+                    {"denial", policy::verdict_text(verdict)},
+                    {"limit", kAuditedDryRunDenials}});
+  }
+  return false;
+}
+
+void Engine::audit_dry_run_totals() {
+  audit::AuditLog* log = audit();
+  if (log == nullptr) return;
+  for (const auto& [key, seen] : dry_run_denials_) {
+    if (seen <= kAuditedDryRunDenials) continue;
+    const auto& [peer, context, verdict, received] = key;
+    const CommEntry* entry = find_entry(context);
+    log->event("audit.limit", false, "dry-run policy.deny records not written",
+               {{"records", "policy.deny"},
+                {"peer", peer},
+                {"comm", entry != nullptr ? entry->name : std::string("?")},
+                {"context", context},
+                {"direction", received ? "receive" : "send"},
+                {"denial", policy::verdict_text(verdict)},
+                {"not_written", seen - kAuditedDryRunDenials}});
+  }
 }
 
 Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {

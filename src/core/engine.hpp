@@ -71,6 +71,7 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,6 +79,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -132,6 +134,10 @@ class Engine {
   /// otherwise let a peer turn a stream of small frames into audit records without bound.
   /// An honest peer writes a few per failed collective. Past the limit one record says so.
   static constexpr std::uint32_t kAuditedDeparturesPerPeer = 4096;
+  /// Dry-run denials (policy "mode": "audit") written at most per peer, communicator, reason
+  /// and direction: such messages are delivered, so the refusal cut-off never ends a stream of
+  /// them. Past the limit one audit.limit record says so, and finalize counts the rest.
+  static constexpr std::uint64_t kAuditedDryRunDenials = 100;
 
   /// `channels[r]` is the channel to world rank r (null for this rank). `bootstrap_fd` is the
   /// launcher connection (or -1 for a singleton), owned by the caller and open for the engine's
@@ -552,6 +558,16 @@ class Engine {
     std::string reason;
   };
   std::deque<Withdrawn> withdrawn_;
+  // Dry-run denials seen, by (peer, the communicator's point-to-point context, verdict,
+  // received): see kAuditedDryRunDenials. Bounded by the communicators that exist here.
+  using DryRunKey = std::tuple<int, std::uint32_t, policy::Verdict, bool>;
+  std::map<DryRunKey, std::uint64_t> dry_run_denials_;
+  // Counts a dry-run denial; false once its key is past kAuditedDryRunDenials (the first time,
+  // after writing the audit.limit record).
+  bool dry_run_audit_allowed(const CommEntry* entry, int peer, std::uint32_t context,
+                             policy::Verdict verdict, const char* direction);
+  // At finalize: one audit.limit record per key past the limit, with the number not written.
+  void audit_dry_run_totals();
   // Collectives this rank withdrew from (withdraw): at most kMaxDiscarded (past it the
   // oldest goes, and messages for it stay queued, as before), and each only until this rank
   // starts a collective or a transfer kDiscardWindow collectives further

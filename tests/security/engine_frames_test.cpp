@@ -1052,6 +1052,34 @@ TEST(EngineFrames, MessagesNeverReceivedAreAuditedAsDroppedAtFinalize) {
       << drops[1];
 }
 
+// In dry-run mode a would-be denial is delivered, so the refusal cut-off never ends a stream
+// of them: past kAuditedDryRunDenials per peer, communicator, reason and direction one
+// audit.limit record says so, and finalize records how many were not written.
+TEST(EngineFrames, DryRunDenialsAreAuditedUpToALimitThenCounted) {
+  EngineUnderAttack rank0({}, policy_for("audit", "not-world"));
+  rank0.engine().register_comm(*rank0.world());
+  const auto limit = detail::Engine::kAuditedDryRunDenials;
+  for (std::uint64_t i = 0; i < limit + 5; ++i) rank0.send(FrameType::eager, kPayload);
+  rank0.send(FrameType::goodbye);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  const std::string audit = rank0.audit_text();
+  const auto denials = audit_records(audit, "policy.deny");
+  ASSERT_EQ(denials.size(), limit) << audit.substr(0, 2000);
+  EXPECT_NE(denials[0].find("\"dry_run\":true"), std::string::npos) << denials[0];
+  const auto limits = audit_records(audit, "audit.limit");
+  ASSERT_EQ(limits.size(), 2u) << audit.substr(0, 2000);
+  EXPECT_NE(limits[0].find("\"limit\":" + std::to_string(limit)), std::string::npos) << limits[0];
+  EXPECT_NE(limits[1].find("\"not_written\":5"), std::string::npos) << limits[1];
+  for (const auto& line : limits) {
+    EXPECT_NE(line.find("\"records\":\"policy.deny\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"direction\":\"receive\""), std::string::npos) << line;
+  }
+  // Delivered all the same (never received here, so each is a drop at finalize).
+  EXPECT_EQ(audit_records(audit, "message.drop").size(), limit + 5);
+}
+
 // The reasons a peer gives (ABORT, DENY) end up in error messages on terminals: a peer's
 // control characters and line breaks are escaped, not passed on.
 TEST(EngineFrames, ReasonsFromAPeerAreMadePrintable) {

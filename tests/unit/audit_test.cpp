@@ -1237,6 +1237,13 @@ TEST(AuditReconcile, ASendTheReceiverDroppedCountsAsDroppedNotUnmatched) {
   EXPECT_EQ(result.past_audit_limit, 1u);
   EXPECT_EQ(result.dropped, 0u);
   EXPECT_TRUE(result.unmatched.empty()) << result.unmatched[0];
+  // A limit on dry-run denials hides no drop: the send is unmatched.
+  limit["sempi"]["records"] = "policy.deny";
+  l[2] = limit.dump();
+  write_lines(dir.path() / "rank-1.jsonl", l);
+  result = reconcile(load_audit_dir(dir.path()));
+  EXPECT_EQ(result.past_audit_limit, 0u);
+  EXPECT_EQ(result.unmatched.size(), 1u);
   l[2] = drop.dump();
   l.insert(l.begin() + 2, receive);
   write_lines(dir.path() / "rank-1.jsonl", l);
