@@ -76,6 +76,16 @@ std::vector<std::vector<std::uint8_t>> seeds() {
                         R"("action":"message.send","outcome":"success"},"sempi":{"rank":0,"peer":1,)"
                         R"("comm":"world","op":"p2p","tag":5,"bytes":4,"msg":1,"prev":"cd57"}})"));
   out.push_back(text(5, std::string(200, '[') + std::string(200, ']')));
+  // Shared-ring scripts (selector 6, fuzz_ring.cpp): the peer publishes, we receive, send, and
+  // it consumes; then the same past the ring's end (large counts: second count byte % 4 == 0),
+  // with a head moved back and a tail set beyond what we sent.
+  out.push_back({6, 0, 200, 1, 9, 2, 10, 3, 100, 1, 4, 50, 0, 2, 0, 2, 0, 2, 0, 0, 0, 2, 9,
+                 6, 3, 7, 2, 1});
+  out.push_back({6, 0, 250, 0, 0, 3, 2, 1, 0, 200, 0, 0, 1, 2, 1, 1, 3, 2, 3, 250, 0, 0,
+                 4, 255, 255, 3, 100, 1, 5, 0, 0, 0, 0, 0, 1, 0, 0, 0, 3, 10, 1, 1, 0});
+  // We fill the ring (65,535 bytes, then 1), the peer sets our tail one past our head, and we
+  // send on: the stream must refuse that tail.
+  out.push_back({6, 3, 255, 0, 255, 3, 1, 1, 5, 1, 3, 3, 10, 1, 2, 1});
   return out;
 }
 

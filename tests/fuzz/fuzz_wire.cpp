@@ -20,6 +20,7 @@
 void fuzz_record_layer(std::span<const std::uint8_t> input);
 void fuzz_policy(std::span<const std::uint8_t> input);
 void fuzz_audit_line(std::span<const std::uint8_t> input);
+void fuzz_ring_stream(std::span<const std::uint8_t> input);
 
 namespace {
 
@@ -45,7 +46,7 @@ void check_welcome_local_paths(const nlohmann::json& welcome) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t selector = data[0] % 6;
+  const std::uint8_t selector = data[0] % 7;
   const std::span<const std::uint8_t> input(data + 1, size - 1);
   switch (selector) {
     case 0: {
@@ -98,6 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 5:
       fuzz_audit_line(input);
+      break;
+    case 6:
+      fuzz_ring_stream(input);
       break;
   }
   return 0;

@@ -235,7 +235,8 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
     end.source = 1;
     end.tag = kMarkerTag;
     frames.emplace_back(end, std::vector<std::uint8_t>{'m'});
-    rank0.send_together(std::move(frames));
+    // The write fails only if rank 0 closed the channel on an earlier frame of this run.
+    if (!rank0.try_send_together(std::move(frames))) story << "(rank 0 closed the channel)\n";
 
     // Frames are handled in order: once the marker is received (or failed with its peer, or
     // the job aborted), every frame before it was handled.

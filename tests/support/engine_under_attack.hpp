@@ -82,6 +82,11 @@ class EngineUnderAttack {
   /// Frames from rank 1 in one TLS record, so that rank 0 reads them in one round.
   void send_together(
       std::vector<std::pair<transport::FrameHeader, std::vector<std::uint8_t>>> frames) {
+    ASSERT_TRUE(try_send_together(std::move(frames)));
+  }
+  /// The same; false if the write fails (rank 0 closed the channel on an earlier frame).
+  bool try_send_together(
+      std::vector<std::pair<transport::FrameHeader, std::vector<std::uint8_t>>> frames) {
     std::vector<std::uint8_t> bytes;
     for (auto& [h, payload] : frames) {
       h.sequence = next_sequence_++;
@@ -90,7 +95,7 @@ class EngineUnderAttack {
       bytes.insert(bytes.end(), encoded.begin(), encoded.end());
       bytes.insert(bytes.end(), payload.begin(), payload.end());
     }
-    ASSERT_TRUE(peer_.client.write(bytes));
+    return peer_.client.write(bytes);
   }
 
   /// Writes only a frame's header, announcing `length` payload bytes.
