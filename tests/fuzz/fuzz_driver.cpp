@@ -54,8 +54,11 @@ std::vector<std::vector<std::uint8_t>> seeds() {
                         R"([{"host":"h","path":"/tmp/d/rank-1.sock"},null]})"));
   // Records (selector 3): data, a requested KeyUpdate, data, a record padded with zeros,
   // close_notify.
-  out.push_back({3,    0, 5,  0, 'h', 'e', 'l', 'l', 'o', 1, 6, 0, 22, 24, 0, 0, 1, 1,
-                 0,    3, 0,  'a', 'b', 'c', 1, 4, 0, 0, 'x', 23, 0, 1, 3, 0, 21, 1, 0});
+  // Once per suite (the byte after the selector): AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305.
+  for (std::uint8_t suite = 0; suite < 3; ++suite) {
+    out.push_back({3, suite, 0, 5, 0, 'h', 'e', 'l', 'l', 'o', 1, 6, 0, 22, 24, 0, 0, 1, 1,
+                   0, 3, 0, 'a', 'b', 'c', 1, 4, 0, 0, 'x', 23, 0, 1, 3, 0, 21, 1, 0});
+  }
   // Policies (selector 4): segments, tag ranges, size limits, a dry run; and audit log lines
   // (selector 5): a message record, a seal, one nested deeply.
   auto text = [](std::uint8_t selector, const std::string& body) {

@@ -4,7 +4,9 @@
 // bytes. The reader must never crash, and the application data it delivers must be a prefix of
 // what the application-data records carried.
 //
-// Input: repeated { op, length (2 bytes, little endian), bytes[length] }.
+// Input: the suite (byte % 3: TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384,
+// TLS_CHACHA20_POLY1305_SHA256), then repeated { op, length (2 bytes, little endian),
+// bytes[length] }.
 //   op % 3 == 0: an application-data record with these bytes as content
 //   op % 3 == 1: a record whose inner content type is bytes[0] and content the rest
 //   op % 3 == 2: the bytes as they are, unencrypted
@@ -31,17 +33,20 @@ using sempi::transport::RecordLayer;
 using sempi::transport::RecordProtection;
 using sempi::transport::SocketBuffers;
 
-const SSL_CIPHER* aes_128_gcm() {
+// The TLS 1.3 suite with code 0x13, 0x01 + `index` (0 to 2).
+const SSL_CIPHER* suite(unsigned index) {
   static SSL_CTX* const ctx = SSL_CTX_new(TLS_method());
   static SSL* const ssl = SSL_new(ctx);
-  static const SSL_CIPHER* const suite = SSL_CIPHER_find(ssl, std::array<unsigned char, 2>{0x13, 0x01}.data());
-  return suite;
+  const std::array<unsigned char, 2> code{0x13, static_cast<unsigned char>(0x01 + index)};
+  return SSL_CIPHER_find(ssl, code.data());
 }
 
-std::unique_ptr<RecordProtection> keys(RecordProtection::Direction direction) {
-  const std::uint8_t secret[32] = {7, 1, 2, 3};
+std::unique_ptr<RecordProtection> keys(unsigned index, RecordProtection::Direction direction) {
+  // As long as the suite's hash: TLS_AES_256_GCM_SHA384's secrets are 48 bytes.
+  const std::uint8_t secret[48] = {7, 1, 2, 3};
   std::string error;
-  auto p = RecordProtection::create(aes_128_gcm(), secret, direction, error);
+  auto p = RecordProtection::create(suite(index), std::span(secret, index == 1 ? 48 : 32),
+                                    direction, error);
   if (!p) __builtin_trap();
   return p;
 }
@@ -49,14 +54,17 @@ std::unique_ptr<RecordProtection> keys(RecordProtection::Direction direction) {
 }  // namespace
 
 void fuzz_record_layer(std::span<const std::uint8_t> input) {
-  auto sealer = keys(RecordProtection::Direction::seal);
+  if (input.empty()) return;
+  const unsigned index = input[0] % 3;
+  input = input.subspan(1);
+  auto sealer = keys(index, RecordProtection::Direction::seal);
   std::vector<std::uint8_t> wire;
   std::vector<std::uint8_t> application;  // what the application-data records carried
   while (input.size() >= 3) {
     const std::uint8_t op = input[0] % 3;
     // At most what a record header can describe; over 2^14 the reader must refuse it.
-    const std::size_t length =
-        std::min<std::size_t>({static_cast<std::size_t>(input[1] | input[2] << 8), input.size() - 3, 65000});
+    const std::size_t length = std::min<std::size_t>(
+        {static_cast<std::size_t>(input[1] | input[2] << 8), input.size() - 3, 65000});
     auto bytes = input.subspan(3, length);
     input = input.subspan(3 + length);
     if (op == 2) {
@@ -76,7 +84,8 @@ void fuzz_record_layer(std::span<const std::uint8_t> input) {
     std::vector<std::uint8_t> inner(bytes.begin(), bytes.end());
     inner.push_back(static_cast<std::uint8_t>(type));
     while (!inner.empty() && inner.back() == 0) inner.pop_back();
-    if (!inner.empty() && inner.back() == static_cast<std::uint8_t>(ContentType::application_data)) {
+    if (!inner.empty() &&
+        inner.back() == static_cast<std::uint8_t>(ContentType::application_data)) {
       application.insert(application.end(), inner.begin(), inner.end() - 1);
     }
     // A well-formed KeyUpdate moves the sender on, as a real peer would.
@@ -94,8 +103,8 @@ void fuzz_record_layer(std::span<const std::uint8_t> input) {
   ::shutdown(fds[1], SHUT_WR);
   {
     SocketBuffers io(fds[0]);
-    RecordLayer reader(io, keys(RecordProtection::Direction::seal),
-                       keys(RecordProtection::Direction::open));
+    RecordLayer reader(io, keys(index, RecordProtection::Direction::seal),
+                       keys(index, RecordProtection::Direction::open));
     std::vector<std::uint8_t> delivered;
     std::uint8_t buffer[700];  // smaller than a record: exercises the spill path too
     for (;;) {
