@@ -915,6 +915,9 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
     std::int64_t bytes = 0;
     std::string op;
     std::int64_t context = -1;  // agreed by both ends (the communicator's name is local)
+    // For --json: the fields above as the record has them (a missing one absent, a mistyped
+    // one as written), not as the defaults the comparisons use.
+    nlohmann::ordered_json logged;
   };
   using Key = std::tuple<int, int, std::int64_t>;  // sender, receiver, message id
   std::map<Key, Msg> sends;
@@ -950,7 +953,14 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
             int_field<int>(r, "tag"),
             int_field(r, "bytes"),
             str_field(r, "op"),
-            int_field(r, "context")};
+            int_field(r, "context"),
+            {}};
+      if (with_records) {
+        m.logged = nlohmann::ordered_json::object();
+        for (const char* field : {"comm", "context", "op", "tag", "bytes"}) {
+          if (const nlohmann::json* v = r.sempi(field)) m.logged[field] = *v;
+        }
+      }
       // A second record of the same message (a copy, or two records without a valid id) is
       // listed, never merged into the first.
       auto& records = send ? sends : recv ? receives : deny ? denials : drops;
@@ -981,8 +991,9 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
   };
   using Json = nlohmann::ordered_json;
   auto record = [](const Msg& m) {
-    return Json{{"file", m.file}, {"line", m.line}, {"comm", m.comm},  {"context", m.context},
-                {"op", m.op},     {"tag", m.tag},   {"bytes", m.bytes}};
+    Json j{{"file", m.file}, {"line", m.line}};
+    j.update(m.logged);
+    return j;
   };
   auto entry = [](const char* kind, const Key& k) {
     return Json{

@@ -1338,5 +1338,36 @@ TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
   EXPECT_TRUE(lines_only.unmatched_records.empty());
 }
 
+// For tools, a record's fields are listed as logged: a missing one is absent and a mistyped
+// one keeps its type, instead of the -1 or "" the text output compares.
+TEST(AuditReconcile, RecordsListTheirFieldsAsLogged) {
+  TempDir dir;
+  {
+    auto log = AuditLog::create(dir.path() / rank_file_name(0), {kJob, 0});
+    MessageRecord m;
+    m.action = "message.send";
+    m.peer = 1;
+    m.comm = "world";
+    m.bytes = 4;
+    m.msg = 1;
+    log->message(m);
+    log->close();
+  }
+  auto l = lines_of(dir.path() / rank_file_name(0));
+  auto edited = nlohmann::json::parse(l[0]);
+  edited["sempi"].erase("tag");
+  edited["sempi"]["bytes"] = "4";
+  l[0] = edited.dump();
+  write_lines(dir.path() / rank_file_name(0), l);
+  const auto result = reconcile(load_audit_dir(dir.path()));
+  ASSERT_EQ(result.unmatched_records.size(), 1u);
+  const auto& send = result.unmatched_records[0]["send"];
+  EXPECT_FALSE(send.contains("tag")) << send.dump();
+  EXPECT_EQ(send["bytes"], "4") << send.dump();
+  EXPECT_EQ(send["comm"], "world") << send.dump();
+  EXPECT_EQ(send["context"], 0) << send.dump();
+  EXPECT_NE(result.unmatched[0].find("tag -1 bytes -1"), std::string::npos) << result.unmatched[0];
+}
+
 }  // namespace
 }  // namespace sempi::audit
