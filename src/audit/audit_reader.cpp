@@ -916,8 +916,21 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
     std::string op;
     std::int64_t context = -1;  // agreed by both ends (the communicator's name is local)
     // For --json: the fields above as the record has them (a missing one absent, a mistyped
-    // one as written), not as the defaults the comparisons use.
+    // one as written), not as the defaults the comparisons use; null if they are the same.
     nlohmann::ordered_json logged;
+  };
+  // True if the record has each field, of the type and value its typed copy in `m` says.
+  const auto fields_as_typed = [](const Record& r, const Msg& m) {
+    const auto is = [&r](const char* field, const nlohmann::json& typed) {
+      const nlohmann::json* v = r.sempi(field);
+      return v != nullptr && v->type() == typed.type() && *v == typed;
+    };
+    const auto is_integer = [&r](const char* field, std::int64_t typed) {
+      const nlohmann::json* v = r.sempi(field);
+      return v != nullptr && v->is_number_integer() && *v == typed;
+    };
+    return is("comm", m.comm) && is("op", m.op) && is_integer("context", m.context) &&
+           is_integer("tag", m.tag) && is_integer("bytes", m.bytes);
   };
   using Key = std::tuple<int, int, std::int64_t>;  // sender, receiver, message id
   std::map<Key, Msg> sends;
@@ -955,7 +968,9 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
             str_field(r, "op"),
             int_field(r, "context"),
             {}};
-      if (with_records) {
+      // Kept only for a record whose fields are not what the typed copies above say (missing,
+      // or of another type): the usual record costs no more memory with --json.
+      if (with_records && !fields_as_typed(r, m)) {
         m.logged = nlohmann::ordered_json::object();
         for (const char* field : {"comm", "context", "op", "tag", "bytes"}) {
           if (const nlohmann::json* v = r.sempi(field)) m.logged[field] = *v;
@@ -991,6 +1006,10 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
   };
   using Json = nlohmann::ordered_json;
   auto record = [](const Msg& m) {
+    if (m.logged.is_null()) {
+      return Json{{"file", m.file}, {"line", m.line}, {"comm", m.comm},  {"context", m.context},
+                  {"op", m.op},     {"tag", m.tag},   {"bytes", m.bytes}};
+    }
     Json j{{"file", m.file}, {"line", m.line}};
     j.update(m.logged);
     return j;

@@ -303,10 +303,15 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
       ++it;
     }
   }
-  // Complete eager messages already received stay receivable; rendezvous ones cannot finish.
+  // Complete eager messages already received stay receivable; rendezvous ones cannot finish,
+  // and each is a message.drop, or its sender's message.send would have no counterpart.
   // (A withdrawn RTS stays too: a receive that matches it fails with the withdrawal's error.)
   unexpected_.remove_if([&](const Unexpected& m) {
-    return m.source == peer.world_rank_ && m.rendezvous && m.withdrawn == ErrorClass::success;
+    if (m.source != peer.world_rank_ || !m.rendezvous || m.withdrawn != ErrorClass::success) {
+      return false;
+    }
+    audit_dropped(m, peer.said_goodbye_ ? kDroppedSenderFinalized : kDroppedSenderFailed);
+    return true;
   });
   // The channel may be on the call stack (a frame handler failed it): close it after this
   // progress round. Closing completes its queued sends with the channel's error.
@@ -1402,7 +1407,7 @@ bool Engine::dry_run_audit_allowed(const CommEntry* entry, int peer, std::uint32
                    {{"records", "policy.deny"},
                     {"peer", peer},
                     {"comm", entry != nullptr ? entry->name : std::string("?")},
-                    {"context", context},
+                    {"context", context & ~1u},
                     {"direction", direction},
                     {"denial", policy::verdict_text(verdict)},
                     {"limit", kAuditedDryRunDenials}});

@@ -57,7 +57,8 @@
 //    Frames for a freed communicator are denied.
 //  * A rename (set_name) takes effect at once: the rules are recompiled for the new name, after
 //    checking the communicator's members against that name's rule, as at creation.
-//  * Audit: denials always, message records per the policy's level. A message record is only
+//  * Audit: enforced denials always (dry-run ones up to kAuditedDryRunDenials per kind),
+//    message records per the policy's level. A message record is only
 //    captured on the message path (a copy of its fields); a waiting rank renders captured
 //    records (JSON, hash chain) while it spins with nothing else to do, and the background
 //    thread renders what is left every few milliseconds (see audit/audit_log.hpp).
@@ -503,6 +504,9 @@ class Engine {
   static constexpr const char* kDroppedLeftHere = "this rank left the collective";
   static constexpr const char* kDroppedSenderLeft = "the sender left the collective";
   static constexpr const char* kDroppedNeverReceived = "not received before finalize";
+  static constexpr const char* kDroppedSenderFinalized =
+      "its sender finalized before the message was received";
+  static constexpr const char* kDroppedSenderFailed = "its sender failed before its data came";
   static constexpr const char* kDroppedCommNeverCreated =
       "its communicator was never created on this rank";
   // At finalize: a message.drop record for each message still queued, never received (see
@@ -559,7 +563,8 @@ class Engine {
   };
   std::deque<Withdrawn> withdrawn_;
   // Dry-run denials seen, by (peer, the communicator's point-to-point context, verdict,
-  // received): see kAuditedDryRunDenials. Bounded by the communicators that exist here.
+  // received): see kAuditedDryRunDenials. Both audit.limit records name that context. Bounded by
+  // the communicators that exist here.
   using DryRunKey = std::tuple<int, std::uint32_t, policy::Verdict, bool>;
   std::map<DryRunKey, std::uint64_t> dry_run_denials_;
   // Counts a dry-run denial; false once its key is past kAuditedDryRunDenials (the first time,

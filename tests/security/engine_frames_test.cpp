@@ -910,6 +910,25 @@ TEST(EngineFrames, MessagesNeverReceivedAreAuditedAsDroppedAtFinalize) {
       << drops[1];
 }
 
+// An RTS whose data can no longer come leaves the queue when its sender's channel closes: it
+// is a message.drop then, whether the sender finalized (GOODBYE, then close) or failed.
+TEST(EngineFrames, AnRtsLeftWhenItsSenderClosesIsAuditedAsDropped) {
+  for (const bool goodbye : {true, false}) {
+    EngineUnderAttack rank0;
+    rank0.send(FrameType::rts, {}, 1u << 20);  // channel sequence 1, never received
+    if (goodbye) rank0.send(FrameType::goodbye);
+    rank0.client().close_notify();
+    ::shutdown(rank0.client().fd(), SHUT_RDWR);
+    rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    const auto drops = audit_records(rank0.audit_text(), "message.drop");
+    ASSERT_EQ(drops.size(), 1u) << goodbye;
+    EXPECT_NE(drops[0].find("\"msg\":1,"), std::string::npos) << drops[0];
+    EXPECT_NE(drops[0].find(goodbye ? "its sender finalized" : "its sender failed"),
+              std::string::npos)
+        << drops[0];
+  }
+}
+
 // In dry-run mode a would-be denial is delivered, so the refusal cut-off never ends a stream
 // of them: past kAuditedDryRunDenials per peer, communicator, reason and direction one
 // audit.limit record says so, and finalize records how many were not written.
