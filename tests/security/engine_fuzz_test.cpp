@@ -14,10 +14,13 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
 
@@ -259,15 +262,33 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
       }
     }
 
+    // Now and then the run ends in finalize (what is still queued is audited there): rank 1
+    // says GOODBYE and reads whatever rank 0 still sends until rank 0 closes the channel, so
+    // that a full socket holds nothing up.
+    const bool finalize = random.chance(35);
+    if (finalize) {
+      story << "GOODBYE, finalize\n";
+      FrameHeader goodbye;
+      goodbye.type = FrameType::goodbye;
+      goodbye.source = 1;
+      (void)rank0.try_send_together({{goodbye, {}}});
+      auto reader = std::async(std::launch::async, [&rank0] { rank0.client().drain(); });
+      engine.finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+      if (reader.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+        ::shutdown(rank0.client().fd(), SHUT_RDWR);
+        ADD_FAILURE() << "rank 0 never closed the channel after finalize\n" << story.str();
+      }
+    }
+
     // Every audit record is one well-formed JSON object on its own line.
-    std::istringstream audit(rank0.audit_text());
-    std::size_t records = 0;
-    for (std::string line; std::getline(audit, line); ++records) {
+    const std::string text = rank0.audit_text();
+    std::istringstream audit(text);
+    for (std::string line; std::getline(audit, line);) {
       const auto record = nlohmann::json::parse(line, nullptr, false);
       ASSERT_TRUE(record.is_object()) << line << "\n" << story.str();
     }
-    if (policy_kind != 0) {
-      EXPECT_GT(records, 0u) << story.str();  // message audit is on
+    if (finalize) {
+      EXPECT_NE(text.find("\"action\":\"rank.finalize\""), std::string::npos) << story.str();
     }
     if (HasFailure()) return;
   }
