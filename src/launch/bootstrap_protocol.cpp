@@ -32,14 +32,21 @@ std::string bootstrap_message_text(const nlohmann::json& message) {
   return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
-                                        std::chrono::steady_clock::time_point deadline) {
+std::error_code append_bootstrap_message(const nlohmann::json& message, std::string& wire) {
   const std::string body = bootstrap_message_text(message);
   if (body.size() > kMaxBootstrapMessage) return errc::frame_too_large;
-  std::string wire(4, '\0');
-  transport::store_le<std::uint32_t>(reinterpret_cast<std::uint8_t*>(wire.data()),
+  const std::size_t at = wire.size();
+  wire.resize(at + 4);
+  transport::store_le<std::uint32_t>(reinterpret_cast<std::uint8_t*>(wire.data() + at),
                                      static_cast<std::uint32_t>(body.size()));
   wire += body;
+  return {};
+}
+
+std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
+                                        std::chrono::steady_clock::time_point deadline) {
+  std::string wire;
+  if (auto ec = append_bootstrap_message(message, wire); ec) return ec;
   std::size_t off = 0;
   while (off < wire.size()) {
     const ssize_t n = ::send(fd, wire.data() + off, wire.size() - off, MSG_NOSIGNAL);

@@ -73,6 +73,10 @@ std::chrono::seconds welcome_timeout(std::chrono::seconds start_timeout);
 /// kMaxBootstrapMessage bounds.
 std::string bootstrap_message_text(const nlohmann::json& message);
 
+/// One message as it goes on the wire (length prefix and body), appended to `wire`;
+/// errc::frame_too_large (and nothing appended) if its body exceeds kMaxBootstrapMessage.
+std::error_code append_bootstrap_message(const nlohmann::json& message, std::string& wire);
+
 /// Writes one message (blocking, bounded by `deadline`). The fd may be blocking or not.
 std::error_code write_bootstrap_message(int fd, const nlohmann::json& message,
                                         std::chrono::steady_clock::time_point deadline);

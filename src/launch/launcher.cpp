@@ -52,10 +52,9 @@ using transport::UniqueFd;
 using TimePoint = Clock::time_point;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-/// Bound on one bootstrap write; the socket buffer normally takes a message at once.
+/// How long a rank's bootstrap channel may take none of what we queued for it before the
+/// rank counts as no longer reading; the socket buffer normally takes a message at once.
 constexpr std::chrono::seconds kBootstrapWriteTimeout{5};
-/// Abort notices are best effort: one shared, short budget for all ranks.
-constexpr std::chrono::milliseconds kAbortNoticeBudget{200};
 /// Wake up at least this often even without events, as a guard against a lost wake-up.
 constexpr std::chrono::milliseconds kMaxPollWait{1000};
 constexpr std::size_t kMaxReportedText = 512;
@@ -407,6 +406,12 @@ class Launcher::Job {
     // After a protocol error nothing more is read from the rank; the channel stays open so the
     // rank can still read our error reply and abort notice before it sees EOF.
     bool listening = true;
+    // Bootstrap messages its socket has not taken yet, sent as it becomes writable: the event
+    // loop never waits on one rank's channel (a rank that stops reading, or a welcome larger
+    // than the socket buffer, holds up no other rank's messages, output or teardown).
+    std::string unsent;
+    std::size_t unsent_from = 0;
+    std::optional<TimePoint> unsent_deadline;  // kBootstrapWriteTimeout after the last progress
   };
 
   // --- audit --------------------------------------------------------------------------------
@@ -574,8 +579,11 @@ class Launcher::Job {
       const bool hold_output = output_congested();
       for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
         Rank& rank = *ranks_[r];
-        if (rank.process.bootstrap().valid() && rank.listening) {
-          fds.push_back({rank.process.bootstrap().get(), POLLIN, 0});
+        const bool unsent = rank.unsent_from < rank.unsent.size();
+        if (rank.process.bootstrap().valid() && (rank.listening || unsent)) {
+          const auto events =
+              static_cast<short>((rank.listening ? POLLIN : 0) | (unsent ? POLLOUT : 0));
+          fds.push_back({rank.process.bootstrap().get(), events, 0});
           watches.push_back({Source::bootstrap, r});
         }
         if (hold_output) continue;
@@ -603,7 +611,9 @@ class Launcher::Job {
               for (const int sig : signals.take()) on_launcher_signal(sig);
               break;
             case Source::bootstrap:
+              // Read first: what the rank sent counts even if its channel is now closed.
               read_bootstrap(w.rank);
+              send_unsent(w.rank);
               break;
             case Source::out:
             case Source::err:
@@ -674,6 +684,9 @@ class Launcher::Job {
       if (deadline) next = std::min(next, *deadline);
     }
     for (const auto& rank : ranks_) {
+      if (rank->unsent_deadline) next = std::min(next, *rank->unsent_deadline);
+    }
+    for (const auto& rank : ranks_) {
       if (output_held) break;
       for (const OutputForwarder* fwd : {&rank->out, &rank->err}) {
         if (const auto due = fwd->partial_due()) next = std::min(next, *due);
@@ -685,6 +698,18 @@ class Launcher::Job {
   }
 
   void check_deadlines(TimePoint now) {
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      Rank& rank = *ranks_[r];
+      if (!rank.unsent_deadline || now < *rank.unsent_deadline) continue;
+      drop_unsent(rank);
+      rank.process.bootstrap().reset();  // it sees EOF, if it ever reads again
+      // During a teardown this was an abort notice: the rank is being ended anyway.
+      if (rank.running && !exit_status_) {
+        report("rank " + std::to_string(r) + " did not accept a bootstrap message for " +
+               std::to_string(kBootstrapWriteTimeout.count()) + " s");
+        cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
+      }
+    }
     if (job_deadline_ && now >= *job_deadline_) {
       job_deadline_.reset();
       if (!exit_status_) {
@@ -754,13 +779,10 @@ class Launcher::Job {
     end_reason_ = reason;
     audit_event("job.teardown", false, reason, {{"exit_status", status}});
     const nlohmann::json notice = {{"type", "abort"}, {"reason", reason}};
-    const auto deadline = Clock::now() + kAbortNoticeBudget;
-    for (auto& rank : ranks_) {
-      if (!rank->running || !rank->process.bootstrap().valid()) continue;
-      // A rank that cannot take the notice now sees EOF instead: closing says the same.
-      if (write_bootstrap_message(rank->process.bootstrap().get(), notice, deadline)) {
-        rank->process.bootstrap().reset();
-      }
+    // Queued like any message: a rank that takes nothing for kBootstrapWriteTimeout sees EOF
+    // instead (check_deadlines), if the teardown's signals have not ended it before.
+    for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
+      if (ranks_[r]->running) send(r, notice);
     }
     if (immediate) {
       signal_running(SIGTERM);
@@ -801,6 +823,9 @@ class Launcher::Job {
     for (auto* deadline :
          {&enroll_deadline_, &blame_deadline_, &term_at_, &kill_at_, &drain_deadline_}) {
       if (*deadline) **deadline += stopped_for;
+    }
+    for (auto& rank : ranks_) {
+      if (rank->unsent_deadline) *rank->unsent_deadline += stopped_for;
     }
     signal_running(SIGCONT);
     return stopped_for;  // for the callers' own deadlines
@@ -972,16 +997,17 @@ class Launcher::Job {
     if (read_error) fd.reset();
   }
 
+  // Queues `message` for rank r and sends what its socket takes now; the event loop sends
+  // the rest as the socket becomes writable (send_unsent).
   void send(std::uint32_t r, const nlohmann::json& message) {
-    UniqueFd& fd = ranks_[r]->process.bootstrap();
+    Rank& rank = *ranks_[r];
+    UniqueFd& fd = rank.process.bootstrap();
     if (!fd.valid()) return;
-    const auto ec =
-        write_bootstrap_message(fd.get(), message, Clock::now() + kBootstrapWriteTimeout);
-    if (!ec) return;
-    fd.reset();
-    if (ec == make_error_code(errc::frame_too_large)) {
-      // Nothing was sent: the message (a welcome with a big policy and address table) is too
-      // large for the protocol. The job's fault, not the rank's.
+    if (append_bootstrap_message(message, rank.unsent)) {
+      // Nothing was queued: the message (a welcome with a big policy and address table) is
+      // too large for the protocol. The job's fault, not the rank's.
+      drop_unsent(rank);
+      fd.reset();
       const std::string what = "a bootstrap message for rank " + std::to_string(r) + " is " +
                                std::to_string(bootstrap_message_text(message).size()) +
                                " bytes, more than " + std::to_string(kMaxBootstrapMessage);
@@ -989,12 +1015,41 @@ class Launcher::Job {
       cause(1, what, true);
       return;
     }
-    // A rank that exited is reported when it is reaped; one that stopped reading is broken.
-    if (ec != make_error_code(errc::connection_closed) && ranks_[r]->running) {
-      report("rank " + std::to_string(r) + " did not accept a bootstrap message (" + ec.message() +
-             ")");
-      cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
+    if (!rank.unsent_deadline) rank.unsent_deadline = Clock::now() + kBootstrapWriteTimeout;
+    send_unsent(r);
+  }
+
+  void send_unsent(std::uint32_t r) {
+    Rank& rank = *ranks_[r];
+    UniqueFd& fd = rank.process.bootstrap();
+    while (fd.valid() && rank.unsent_from < rank.unsent.size()) {
+      const ssize_t n = ::send(fd.get(), rank.unsent.data() + rank.unsent_from,
+                               rank.unsent.size() - rank.unsent_from, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        rank.unsent_from += static_cast<std::size_t>(n);
+        rank.unsent_deadline = Clock::now() + kBootstrapWriteTimeout;  // it is reading
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      const int error = n < 0 ? errno : EPIPE;
+      drop_unsent(rank);
+      fd.reset();
+      // A rank that exited is reported when it is reaped; any other failure is the channel's.
+      if (error != EPIPE && rank.running) {
+        report("rank " + std::to_string(r) + " did not accept a bootstrap message (" +
+               std::strerror(error) + ")");
+        cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
+      }
+      return;
     }
+    drop_unsent(rank);
+  }
+
+  static void drop_unsent(Rank& rank) {
+    rank.unsent.clear();
+    rank.unsent_from = 0;
+    rank.unsent_deadline.reset();
   }
 
   // Refuses the rank's request and fails the job: a rank that misbehaves during bootstrap

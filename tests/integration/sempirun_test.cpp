@@ -1089,6 +1089,46 @@ TEST(SempirunEnrollment, AbortFromARankSetsTheExitStatus) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+// A policy of about 240 KB: its welcome is more than a socket's buffer takes at once.
+std::filesystem::path write_large_policy(const std::filesystem::path& dir) {
+  const auto path = dir / "large-policy.json";
+  std::ofstream out(path);
+  out << R"({"version": 1, "mode": "enforce", "groups": {"all": "*"}, "communicators": [)";
+  for (int i = 0; i < 2400; ++i) {
+    out << (i > 0 ? "," : "") << R"({"name": "communicator-with-a-long-name-)" << i
+        << R"(", "members": "*", "collectives": "*", "p2p_tags": "*"})";
+  }
+  out << "]}";
+  return path;
+}
+
+// Rank 0 never reads its welcome, which is larger than its socket takes at once; ranks 1 and
+// 2 get theirs and abort. The launcher hears them at once: it does not wait on rank 0's
+// channel first (which would make "rank 0 stopped reading" the job's cause, five seconds on).
+TEST(SempirunEnrollment, ARankThatStopsReadingHoldsUpNoOtherRank) {
+  TempDir dir;
+  const auto policy = write_large_policy(dir.path());
+  const auto r = run_sempirun(
+      {"-n", "3", "--policy", policy.string(), ENROLL_PROBE_PATH, "--mode", "stall-first"});
+  EXPECT_EQ(r.status, 7) << describe(r);
+  EXPECT_TRUE(contains(r.err, "called abort (code 7): probe requested abort")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "stopped reading")) << describe(r);
+}
+
+// A rank that takes none of its bootstrap messages for 5 s has stopped reading: the job fails,
+// naming it, while the other ranks wait for finalize_ok.
+TEST(SempirunEnrollment, ARankThatTakesNoBootstrapMessageFailsTheJob) {
+  TempDir dir;
+  const auto policy = write_large_policy(dir.path());
+  const auto r = run_sempirun({"-n", "2", "--policy", policy.string(), ENROLL_PROBE_PATH, "--mode",
+                               "stall", "--only-rank", "0"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 0 did not accept a bootstrap message for 5 s"))
+      << describe(r);
+  EXPECT_TRUE(contains(r.err, "job aborted: rank 0 stopped reading its bootstrap channel"))
+      << describe(r);
+}
+
 TEST(SempirunEnrollment, RankExitingWithoutJoiningFailsTheJob) {
   // Rank 1 exits 0 without enrolling, before or after rank 0 enrolls: either way the job
   // cannot start and fails naming rank 1.

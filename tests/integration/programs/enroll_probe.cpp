@@ -12,6 +12,8 @@
 //   unknown-message      send a message of an unknown type; expect an "error" reply
 //   early-audit-head     enroll, send an audit_head before finalize; expect an "error" reply
 //   early-peer-lost      report a lost peer before enrolling; expect an "error" reply
+//   stall                enroll, then never read the bootstrap channel again (until killed)
+//   stall-first          rank 0 as stall, every other rank as abort
 //   late-head            finalize, wait for finalize_ok; then rank 0 waits for the launcher's
 //                        abort notice and only then reports its audit head, while every other
 //                        rank exits 1 (a failure after finalize, which starts the teardown)
@@ -196,6 +198,10 @@ int main(int argc, char** argv) {
                                    {"pid", static_cast<std::uint64_t>(::getpid())}};
     BootstrapReader reader;
     send(fd, enroll);
+    if (mode == "stall" || (mode == "stall-first" && rank == 0)) {
+      for (;;) ::pause();
+    }
+    if (mode == "stall-first") mode = "abort";
     if (mode == "duplicate-enroll") {
       send(fd, enroll);
       // With one rank the first enroll completes the job (welcome), then comes the refusal.
