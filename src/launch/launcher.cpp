@@ -701,6 +701,10 @@ class Launcher::Job {
     for (std::uint32_t r = 0; r < ranks_.size(); ++r) {
       Rank& rank = *ranks_[r];
       if (!rank.unsent_deadline || now < *rank.unsent_deadline) continue;
+      // Written only when poll() says so: a long pass of the loop (queueing every rank's
+      // welcome at 4096 ranks on a busy host) must not blame a rank that reads meanwhile.
+      send_unsent(r);
+      if (!rank.unsent_deadline || now < *rank.unsent_deadline) continue;
       drop_unsent(rank);
       rank.process.bootstrap().reset();  // it sees EOF, if it ever reads again
       // During a teardown this was an abort notice: the rank is being ended anyway.
@@ -994,7 +998,10 @@ class Launcher::Job {
       return;
     }
     // EOF or a socket error: the rank closed its channel. Its exit status tells the story.
-    if (read_error) fd.reset();
+    if (read_error) {
+      drop_unsent(rank);
+      fd.reset();
+    }
   }
 
   // Queues `message` for rank r and sends what its socket takes now; the event loop sends
@@ -1036,7 +1043,7 @@ class Launcher::Job {
       drop_unsent(rank);
       fd.reset();
       // A rank that exited is reported when it is reaped; any other failure is the channel's.
-      if (error != EPIPE && rank.running) {
+      if (error != EPIPE && rank.running && !exit_status_) {
         report("rank " + std::to_string(r) + " did not accept a bootstrap message (" +
                std::strerror(error) + ")");
         cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
@@ -1206,6 +1213,7 @@ class Launcher::Job {
     read_output(r, true, true);
     read_output(r, false, true);
     read_bootstrap(r);
+    drop_unsent(rank);
     rank.process.bootstrap().reset();
     if (exit_status_) return;
 
