@@ -310,7 +310,9 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
     if (m.source != peer.world_rank_ || !m.rendezvous || m.withdrawn != ErrorClass::success) {
       return false;
     }
-    audit_dropped(m, peer.said_goodbye_ ? kDroppedSenderFinalized : kDroppedSenderFailed);
+    audit_dropped(m, peer.said_goodbye_       ? kDroppedSenderFinalized
+                     : !abort_reason_.empty() ? kDroppedJobAborted
+                                              : kDroppedSenderFailed);
     return true;
   });
   // The channel may be on the call stack (a frame handler failed it): close it after this

@@ -507,6 +507,7 @@ class Engine {
   static constexpr const char* kDroppedSenderFinalized =
       "its sender finalized before the message was received";
   static constexpr const char* kDroppedSenderFailed = "its sender failed before its data came";
+  static constexpr const char* kDroppedJobAborted = "the job aborted before its data came";
   static constexpr const char* kDroppedCommNeverCreated =
       "its communicator was never created on this rank";
   // At finalize: a message.drop record for each message still queued, never received (see

@@ -910,22 +910,25 @@ TEST(EngineFrames, MessagesNeverReceivedAreAuditedAsDroppedAtFinalize) {
       << drops[1];
 }
 
-// An RTS whose data can no longer come leaves the queue when its sender's channel closes: it
-// is a message.drop then, whether the sender finalized (GOODBYE, then close) or failed.
+// An RTS whose data can no longer come leaves the queue when its sender's channel closes, or
+// the job aborts: it is a message.drop then, saying which.
 TEST(EngineFrames, AnRtsLeftWhenItsSenderClosesIsAuditedAsDropped) {
-  for (const bool goodbye : {true, false}) {
+  const std::vector<std::pair<FrameType, std::string>> endings = {
+      {FrameType::goodbye, "its sender finalized"},
+      {FrameType::hello, "its sender failed"},  // hello: no frame, the channel just closes
+      {FrameType::abort, "the job aborted"}};
+  for (const auto& [ending, reason] : endings) {
     EngineUnderAttack rank0;
     rank0.send(FrameType::rts, {}, 1u << 20);  // channel sequence 1, never received
-    if (goodbye) rank0.send(FrameType::goodbye);
+    if (ending == FrameType::goodbye) rank0.send(ending);
+    if (ending == FrameType::abort) rank0.send(ending, text_bytes("bye"));
     rank0.client().close_notify();
     ::shutdown(rank0.client().fd(), SHUT_RDWR);
     rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
     const auto drops = audit_records(rank0.audit_text(), "message.drop");
-    ASSERT_EQ(drops.size(), 1u) << goodbye;
+    ASSERT_EQ(drops.size(), 1u) << reason;
     EXPECT_NE(drops[0].find("\"msg\":1,"), std::string::npos) << drops[0];
-    EXPECT_NE(drops[0].find(goodbye ? "its sender finalized" : "its sender failed"),
-              std::string::npos)
-        << drops[0];
+    EXPECT_NE(drops[0].find(reason), std::string::npos) << drops[0];
   }
 }
 
