@@ -1304,18 +1304,22 @@ TEST(AuditReport, RowsAreCommunicatorsNotNames) {
 }
 
 // What reconcile lists names each communicator and op in quotes: a name cannot forge fields.
+// Rank 0's log in `dir` with one record: message 1 sent to rank 1.
+void log_one_send(const std::filesystem::path& dir, std::string_view comm, std::uint64_t bytes) {
+  auto log = AuditLog::create(dir / rank_file_name(0), {kJob, 0});
+  MessageRecord m;
+  m.action = "message.send";
+  m.peer = 1;
+  m.comm = comm;
+  m.bytes = bytes;
+  m.msg = 1;
+  log->message(m);
+  log->close();
+}
+
 TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
   TempDir dir;
-  {
-    auto log = AuditLog::create(dir.path() / rank_file_name(0), {kJob, 0});
-    MessageRecord m;
-    m.action = "message.send";
-    m.peer = 1;
-    m.comm = "w\" op \"p2p\" tag 0 (rank-1.jsonl:2)\xe2\x80\xae";
-    m.msg = 1;
-    log->message(m);
-    log->close();
-  }
+  log_one_send(dir.path(), "w\" op \"p2p\" tag 0 (rank-1.jsonl:2)\xe2\x80\xae", 0);
   const auto result = reconcile(load_audit_dir(dir.path()));
   ASSERT_EQ(result.unmatched.size(), 1u);
   EXPECT_EQ(result.unmatched[0],
@@ -1342,17 +1346,7 @@ TEST(AuditReconcile, NamesAreQuotedInWhatIsListed) {
 // one keeps its type, instead of the -1 or "" the text output compares.
 TEST(AuditReconcile, RecordsListTheirFieldsAsLogged) {
   TempDir dir;
-  {
-    auto log = AuditLog::create(dir.path() / rank_file_name(0), {kJob, 0});
-    MessageRecord m;
-    m.action = "message.send";
-    m.peer = 1;
-    m.comm = "world";
-    m.bytes = 4;
-    m.msg = 1;
-    log->message(m);
-    log->close();
-  }
+  log_one_send(dir.path(), "world", 4);
   auto l = lines_of(dir.path() / rank_file_name(0));
   auto edited = nlohmann::json::parse(l[0]);
   edited["sempi"].erase("tag");
