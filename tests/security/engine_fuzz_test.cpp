@@ -15,12 +15,16 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +39,9 @@ namespace {
 using transport::FrameHeader;
 using transport::FrameType;
 
-constexpr int kMarkerTag = 4242;    // never drawn at random: only the marker carries it
+constexpr int kMarkerTag = 4242;  // never drawn at random: only the markers carry it
+// The markers' communicator: no receive the run posts on the world can take a marker.
+constexpr std::uint32_t kMarkerContext = 100;
 constexpr std::size_t kGuard = 64;  // bytes checked on each side of a receive buffer
 constexpr std::uint8_t kGuardByte = 0xa5;
 
@@ -69,15 +75,21 @@ class FrameSource {
   // Frame number `sequence` of the run (the harness numbers them from 1, after HELLO), its
   // fields mostly what its type allows, now and then anything. A DATA frame mostly continues
   // an RTS sent before it (`rts`: their sequences, which are their rendezvous ids).
-  std::pair<FrameHeader, std::vector<std::uint8_t>> frame(std::uint64_t sequence,
-                                                          std::vector<std::uint64_t>& rts) {
+  // `first_round`: mostly frames that start something (messages, withdrawals), so that more
+  // runs live to answer what rank 0 sends back; later, any type.
+  std::pair<FrameHeader, std::vector<std::uint8_t>> frame(
+      std::uint64_t sequence, std::map<std::uint64_t, std::uint64_t>& rts, bool first_round) {
     using FT = FrameType;
     FrameHeader h;
-    h.type = chance(90)
-                 ? pick({FT::eager, FT::eager, FT::eager, FT::rts, FT::rts, FT::data, FT::data,
-                         FT::cts, FT::sync_ack, FT::deny, FT::credit, FT::withdrawn, FT::goodbye})
-                 : static_cast<FT>(1 + below(transport::kMaxFrameType));
-    const bool wild = chance(10);  // any value in every field
+    if (!chance(90)) {
+      h.type = static_cast<FT>(1 + below(transport::kMaxFrameType));
+    } else if (first_round) {
+      h.type = pick({FT::eager, FT::eager, FT::eager, FT::rts, FT::rts, FT::withdrawn});
+    } else {
+      h.type = pick({FT::eager, FT::eager, FT::eager, FT::rts, FT::rts, FT::data, FT::data, FT::cts,
+                     FT::sync_ack, FT::deny, FT::credit, FT::withdrawn, FT::goodbye});
+    }
+    const bool wild = chance(5);  // any value in every field
     h.source = wild && chance(50) ? pick<std::uint32_t>({0, 2, 3, 0xffffffffu}) : 1;
     h.op = wild ? static_cast<std::uint16_t>(below(20)) : 0;
     const bool collective = chance(30);
@@ -101,10 +113,12 @@ class FrameSource {
       case FT::rts:
         h.aux = pick<std::uint64_t>({1, 64, 70000, 300000, 100u << 20});
         if (chance(20)) h.flags = transport::frame_flags::kSynchronous;
-        rts.push_back(sequence);
+        rts[sequence] = h.aux;
         break;
       case FT::data:
-        h.aux = !rts.empty() && chance(80) ? rts[below(rts.size())] : 1 + below(4);
+        h.aux = !rts.empty() && chance(80)
+                    ? std::next(rts.begin(), static_cast<long>(below(rts.size())))->first
+                    : 1 + below(4);
         length = pick<std::size_t>({1, 64, 4096, 70000});
         if (chance(50)) h.flags = transport::frame_flags::kLast;
         break;
@@ -149,6 +163,53 @@ class FrameSource {
     return {h, std::move(payload)};
   }
 
+  // Rank 1's answers to what rank 0 sent: mostly what a genuine peer would say (a CTS for its
+  // RTS, a SYNC_ACK or DENY for its synchronous message, the DATA of an RTS of ours it
+  // cleared), now and then a DENY instead, or a transfer cut short or overlong.
+  std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> answers(
+      const std::vector<FrameHeader>& from_rank0,
+      const std::map<std::uint64_t, std::uint64_t>& rts) {
+    std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> out;
+    const auto answer = [&out](FrameType type, std::uint64_t aux, std::uint16_t flags,
+                               std::vector<std::uint8_t> payload) {
+      FrameHeader h;
+      h.type = type;
+      h.source = 1;
+      h.aux = aux;
+      h.flags = flags;
+      out.emplace_back(h, std::move(payload));
+    };
+    const std::vector<std::uint8_t> reason{'n', 'o'};
+    for (const FrameHeader& h : from_rank0) {
+      const bool synchronous = (h.flags & transport::frame_flags::kSynchronous) != 0;
+      if (h.type == FrameType::rts) {
+        if (chance(75))
+          answer(FrameType::cts, h.sequence, 0, {});
+        else if (chance(50))
+          answer(FrameType::deny, h.sequence, 0, reason);
+      } else if (h.type == FrameType::eager && synchronous) {
+        if (chance(70))
+          answer(FrameType::sync_ack, h.sequence, 0, {});
+        else if (chance(50))
+          answer(FrameType::deny, h.sequence, transport::frame_flags::kSynchronous, reason);
+      } else if (h.type == FrameType::cts) {
+        const auto it = rts.find(h.aux);
+        if (it == rts.end()) continue;
+        // At most 1 MiB of it; the rest of a larger message never comes.
+        std::uint64_t left = std::min<std::uint64_t>(it->second, 1u << 20);
+        if (chance(10)) left = chance(50) ? left / 2 : left + 1;  // cut short, or one too many
+        while (left > 0) {
+          const std::uint64_t chunk = std::min<std::uint64_t>(left, 65536);
+          left -= chunk;
+          const bool last = left == 0 && it->second <= (1u << 20);
+          answer(FrameType::data, h.aux, last ? transport::frame_flags::kLast : 0,
+                 std::vector<std::uint8_t>(chunk, 3));
+        }
+      }
+    }
+    return out;
+  }
+
  private:
   std::mt19937_64 rng_;
 };
@@ -161,6 +222,37 @@ std::string describe(const FrameHeader& h, std::size_t length) {
   return s.str();
 }
 
+// The headers of the frames rank 0 has sent so far, read without waiting for more (a frame
+// still on its way is waited for, bounded by the socket's receive timeout). `next_sequence`
+// becomes 0 once the stream is closed or out of step: nothing more is read from it.
+std::vector<FrameHeader> frames_from_rank0(RawTlsClient& client, std::uint64_t& next_sequence) {
+  std::vector<FrameHeader> headers;
+  std::vector<std::uint8_t> payload;
+  while (next_sequence != 0) {
+    pollfd p{client.fd(), POLLIN, 0};
+    if (SSL_pending(client.ssl()) == 0 && ::poll(&p, 1, 0) != 1) break;
+    FrameHeader h;
+    if (!client.read_frame(payload, next_sequence, &h)) {
+      next_sequence = 0;
+      break;
+    }
+    ++next_sequence;
+    headers.push_back(h);
+  }
+  return headers;
+}
+
+// A marker: once rank 0 has received it (or failed it with its peer), every frame before it
+// has been handled.
+std::pair<FrameHeader, std::vector<std::uint8_t>> marker_frame() {
+  FrameHeader h;
+  h.type = FrameType::eager;
+  h.context = kMarkerContext;
+  h.source = 1;
+  h.tag = kMarkerTag;
+  return {h, {'m'}};
+}
+
 // The policies a sequence runs under: none, all allowed, a tag list that refuses most of the
 // drawn tags (the marker's allowed), and a dry run that refuses everything but delivers it.
 std::shared_ptr<const policy::Policy> policy_number(std::uint64_t n) {
@@ -171,7 +263,8 @@ std::shared_ptr<const policy::Policy> policy_number(std::uint64_t n) {
     communicators = R"([{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}])";
   } else if (n == 2) {
     communicators = R"([{"name": "world", "members": "*", "collectives": ["barrier"],
-                         "p2p_tags": [0, 4242], "max_message_bytes": 64}])";
+                         "p2p_tags": [0], "max_message_bytes": 64},
+                        {"name": "fuzz-marker", "members": "*", "p2p_tags": [4242]}])";
   } else {
     mode = "audit";
     communicators = R"([{"name": "other", "members": "*", "collectives": "*", "p2p_tags": "*"}])";
@@ -197,7 +290,7 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
     const std::uint64_t policy_kind = random.below(4);
     story << "run " << run << ", policy " << policy_kind << "\n";
     // The application's buffers outlive the engine, as they must.
-    GuardedBuffer marker_buffer(16);
+    std::array<GuardedBuffer, 2> marker_buffers{GuardedBuffer(16), GuardedBuffer(16)};
     std::vector<GuardedBuffer> buffers;
     buffers.reserve(4);
     const std::vector<std::uint8_t> outgoing(random.chance(20) ? 300000 : 32, 7);
@@ -205,9 +298,12 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
     detail::Engine& engine = rank0.engine();
     engine.register_comm(*rank0.world());
 
-    // Posted first, so that the marker matches it before any wildcard receive below.
-    auto marker = engine.irecv(rank0.world(), false, marker_buffer.data(), marker_buffer.capacity(),
-                               1, kMarkerTag);
+    const auto markers = std::make_shared<detail::CommState>(
+        kMarkerContext, std::vector<int>{0, 1, 2, 3}, 0, "fuzz-marker");
+    engine.register_comm(*markers);
+    timeval read_timeout{10, 0};  // bounds frames_from_rank0
+    ::setsockopt(rank0.client().fd(), SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
+
     std::vector<std::shared_ptr<detail::RequestState>> requests;
     for (std::uint64_t i = random.below(4); i > 0; --i) {
       buffers.emplace_back(random.pick<std::size_t>({0, 1, 8, 64, 4096}));
@@ -227,31 +323,38 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
                                       outgoing.size(), 1, kTag, synchronous));
     }
 
-    std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> frames;
-    std::vector<std::uint64_t> rts;
-    for (std::uint64_t i = 1 + random.below(8); i > 0; --i) {
-      frames.push_back(random.frame(frames.size() + 1, rts));
-      story << "frame " << describe(frames.back().first, frames.back().second.size()) << "\n";
-    }
-    FrameHeader end;
-    end.type = FrameType::eager;
-    end.source = 1;
-    end.tag = kMarkerTag;
-    frames.emplace_back(end, std::vector<std::uint8_t>{'m'});
-    // The write fails only if rank 0 closed the channel on an earlier frame of this run.
-    if (!rank0.try_send_together(std::move(frames))) story << "(rank 0 closed the channel)\n";
-
-    // Frames are handled in order: once the marker is received (or failed with its peer, or
-    // the job aborted), every frame before it was handled.
-    rank0.wait(*marker);
-    ASSERT_TRUE(marker->done.load()) << story.str();
-    if (marker->status.error == ErrorClass::success) {
-      EXPECT_EQ(marker->status.bytes, 1u) << story.str();
-    } else {
-      EXPECT_FALSE(marker->error_message.empty()) << story.str();
+    // Two rounds: random frames, then rank 1's answers to what rank 0 sent meanwhile (and a
+    // few more random ones), each closed by a marker.
+    std::map<std::uint64_t, std::uint64_t> rts;  // rank 1's RTS: sequence (its id), size
+    std::uint64_t sequence = 1;                  // rank 1's next frame (0 was HELLO)
+    std::uint64_t rank0_sequence = 1;            // rank 0's next frame
+    for (std::size_t round = 0; round < marker_buffers.size(); ++round) {
+      GuardedBuffer& buffer = marker_buffers[round];
+      auto marker = engine.irecv(markers, false, buffer.data(), buffer.capacity(), 1, kMarkerTag);
+      std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> frames;
+      if (round > 0)
+        frames = random.answers(frames_from_rank0(rank0.client(), rank0_sequence), rts);
+      for (std::uint64_t i = round == 0 ? 1 + random.below(8) : random.below(3); i > 0; --i) {
+        frames.push_back(random.frame(sequence + frames.size(), rts, round == 0));
+      }
+      for (const auto& [h, payload] : frames)
+        story << "frame " << describe(h, payload.size()) << "\n";
+      frames.push_back(marker_frame());
+      sequence += frames.size();
+      story << "marker " << round << "\n";
+      // The write fails only if rank 0 closed the channel on an earlier frame of this run.
+      if (!rank0.try_send_together(std::move(frames))) story << "(rank 0 closed the channel)\n";
+      rank0.wait(*marker);
+      ASSERT_TRUE(marker->done.load()) << story.str();
+      if (marker->status.error == ErrorClass::success) {
+        EXPECT_EQ(marker->status.bytes, 1u) << story.str();
+      } else {
+        EXPECT_FALSE(marker->error_message.empty()) << story.str();
+        break;  // the channel is gone: no answers to give
+      }
     }
     (void)engine.iprobe(*rank0.world(), false, ANY_SOURCE, ANY_TAG);
-    EXPECT_TRUE(marker_buffer.guards_intact()) << story.str();
+    for (const auto& buffer : marker_buffers) EXPECT_TRUE(buffer.guards_intact()) << story.str();
     for (std::size_t i = 0; i < buffers.size(); ++i) {
       EXPECT_TRUE(buffers[i].guards_intact()) << "receive " << i << "\n" << story.str();
     }
