@@ -332,13 +332,15 @@ TEST(EngineFuzz, RandomFrameSequencesNeitherCrashNorHangNorOverrunBuffers) {
       GuardedBuffer& buffer = marker_buffers[round];
       auto marker = engine.irecv(markers, false, buffer.data(), buffer.capacity(), 1, kMarkerTag);
       std::vector<std::pair<FrameHeader, std::vector<std::uint8_t>>> frames;
-      if (round > 0)
+      if (round > 0) {
         frames = random.answers(frames_from_rank0(rank0.client(), rank0_sequence), rts);
+      }
       for (std::uint64_t i = round == 0 ? 1 + random.below(8) : random.below(3); i > 0; --i) {
         frames.push_back(random.frame(sequence + frames.size(), rts, round == 0));
       }
-      for (const auto& [h, payload] : frames)
+      for (const auto& [h, payload] : frames) {
         story << "frame " << describe(h, payload.size()) << "\n";
+      }
       frames.push_back(marker_frame());
       sequence += frames.size();
       story << "marker " << round << "\n";
