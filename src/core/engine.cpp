@@ -1372,8 +1372,7 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
                        verdict == Verdict::deny_op_context;
   if (audit::AuditLog* log = audit();
-      log != nullptr &&
-      (enforce || dry_run_audit_allowed(entry, peer, context, verdict, direction))) {
+      log != nullptr && (enforce || dry_run_audit_allowed(peer, context, verdict, direction))) {
     audit::MessageRecord r = message_record("policy.deny", peer, context, op, tag, bytes, msg);
     r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
     r.success = false;
@@ -1397,24 +1396,31 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
   return Admit::deny;
 }
 
-bool Engine::dry_run_audit_allowed(const CommEntry* entry, int peer, std::uint32_t context,
-                                   Verdict verdict, const char* direction) {
-  const bool received = std::string_view(direction) == "receive";
-  const std::uint64_t seen = ++dry_run_denials_[{peer, context & ~1u, verdict, received}];
+bool Engine::dry_run_audit_allowed(int peer, std::uint32_t context, Verdict verdict,
+                                   const char* direction) {
+  const DryRunKey key{peer, context & ~1u, verdict, std::string_view(direction) == "receive"};
+  const std::uint64_t seen = ++dry_run_denials_[key];
   if (seen <= kAuditedDryRunDenials) return true;
   if (seen == kAuditedDryRunDenials + 1) {
+    auto fields = dry_run_limit_fields(key);
+    fields["limit"] = kAuditedDryRunDenials;
     audit()->event("audit.limit", false,
                    "further dry-run policy.deny records like this one are not written; "
                    "finalize records how many",
-                   {{"records", "policy.deny"},
-                    {"peer", peer},
-                    {"comm", entry != nullptr ? entry->name : std::string("?")},
-                    {"context", context & ~1u},
-                    {"direction", direction},
-                    {"denial", policy::verdict_text(verdict)},
-                    {"limit", kAuditedDryRunDenials}});
+                   fields);
   }
   return false;
+}
+
+nlohmann::ordered_json Engine::dry_run_limit_fields(const DryRunKey& key) const {
+  const auto& [peer, context, verdict, received] = key;
+  const CommEntry* entry = find_entry(context);
+  return {{"records", "policy.deny"},
+          {"peer", peer},
+          {"comm", entry != nullptr ? entry->name : std::string("?")},
+          {"context", context},
+          {"direction", received ? "receive" : "send"},
+          {"denial", policy::verdict_text(verdict)}};
 }
 
 void Engine::audit_dry_run_totals() {
@@ -1422,16 +1428,9 @@ void Engine::audit_dry_run_totals() {
   if (log == nullptr) return;
   for (const auto& [key, seen] : dry_run_denials_) {
     if (seen <= kAuditedDryRunDenials) continue;
-    const auto& [peer, context, verdict, received] = key;
-    const CommEntry* entry = find_entry(context);
-    log->event("audit.limit", false, "dry-run policy.deny records not written",
-               {{"records", "policy.deny"},
-                {"peer", peer},
-                {"comm", entry != nullptr ? entry->name : std::string("?")},
-                {"context", context},
-                {"direction", received ? "receive" : "send"},
-                {"denial", policy::verdict_text(verdict)},
-                {"not_written", seen - kAuditedDryRunDenials}});
+    auto fields = dry_run_limit_fields(key);
+    fields["not_written"] = seen - kAuditedDryRunDenials;
+    log->event("audit.limit", false, "dry-run policy.deny records not written", fields);
   }
 }
 

@@ -570,8 +570,10 @@ class Engine {
   std::map<DryRunKey, std::uint64_t> dry_run_denials_;
   // Counts a dry-run denial; false once its key is past kAuditedDryRunDenials (the first time,
   // after writing the audit.limit record).
-  bool dry_run_audit_allowed(const CommEntry* entry, int peer, std::uint32_t context,
-                             policy::Verdict verdict, const char* direction);
+  bool dry_run_audit_allowed(int peer, std::uint32_t context, policy::Verdict verdict,
+                             const char* direction);
+  // The fields both audit.limit records of a dry-run kind carry.
+  nlohmann::ordered_json dry_run_limit_fields(const DryRunKey& key) const;
   // At finalize: one audit.limit record per key past the limit, with the number not written.
   void audit_dry_run_totals();
   // Collectives this rank withdrew from (withdraw): at most kMaxDiscarded (past it the
