@@ -707,12 +707,7 @@ class Launcher::Job {
       if (!rank.unsent_deadline || now < *rank.unsent_deadline) continue;
       drop_unsent(rank);
       rank.process.bootstrap().reset();  // it sees EOF, if it ever reads again
-      // During a teardown this was an abort notice: the rank is being ended anyway.
-      if (rank.running && !exit_status_) {
-        report("rank " + std::to_string(r) + " did not accept a bootstrap message for " +
-               std::to_string(kBootstrapWriteTimeout.count()) + " s");
-        cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
-      }
+      blame_stalled_reader(r, "for " + std::to_string(kBootstrapWriteTimeout.count()) + " s");
     }
     if (job_deadline_ && now >= *job_deadline_) {
       job_deadline_.reset();
@@ -1043,14 +1038,18 @@ class Launcher::Job {
       drop_unsent(rank);
       fd.reset();
       // A rank that exited is reported when it is reaped; any other failure is the channel's.
-      if (error != EPIPE && rank.running && !exit_status_) {
-        report("rank " + std::to_string(r) + " did not accept a bootstrap message (" +
-               std::strerror(error) + ")");
-        cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
-      }
+      if (error != EPIPE) blame_stalled_reader(r, "(" + std::string(std::strerror(error)) + ")");
       return;
     }
     drop_unsent(rank);
+  }
+
+  // A running rank whose bootstrap channel takes no more is the job's cause, unless the job is
+  // already ending (then the message was an abort notice, and the rank is being ended anyway).
+  void blame_stalled_reader(std::uint32_t r, const std::string& how) {
+    if (!ranks_[r]->running || exit_status_) return;
+    report("rank " + std::to_string(r) + " did not accept a bootstrap message " + how);
+    cause(1, "rank " + std::to_string(r) + " stopped reading its bootstrap channel", false);
   }
 
   static void drop_unsent(Rank& rank) {
