@@ -64,7 +64,12 @@ long RingStream::push(const std::uint8_t* data, std::size_t size) {
   tx_head_ += count;
   shared(tx_.head).store(tx_head_, kSeqCst);
   auto asleep = shared(tx_.consumer_asleep);  // the peer consumes this ring
-  if (asleep.load(kSeqCst) != 0 && asleep.exchange(0, kSeqCst) != 0 && !ring_bell()) return -1;
+  if (asleep.load(kSeqCst) != 0 && asleep.exchange(0, kSeqCst) != 0 && !ring_bell()) {
+    // The bytes are published all the same: a failure now would have the caller push them
+    // again. A closed socket means the peer is gone, and the next push says so. Any other
+    // error loses one wake-up, which the sleeper's poll() timeout bounds.
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) peer_closed_ = true;
+  }
   return static_cast<long>(count);
 }
 

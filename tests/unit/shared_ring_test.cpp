@@ -233,6 +233,29 @@ TEST(RingStream, WhatThePeerPublishedBeforeClosingIsReadThenTheCloseIsReported) 
   EXPECT_EQ(errno, EPIPE);
 }
 
+TEST(RingStream, BytesPublishedWhenTheWakeUpFailsCountAsSentAndTheNextWriteFails) {
+  auto ends = make_ends();
+  EXPECT_FALSE(ends.acceptor->prepare_to_block(true, false));  // asleep: wants a wake-up byte
+  ends.acceptor_socket = {};  // ...but its socket is gone, as when the peer exits
+  const auto data = bytes(100, 3);
+  std::uint8_t* room = ends.dialer->reserve(data.size());
+  ASSERT_NE(room, nullptr);
+  std::memcpy(room, data.data(), data.size());
+  ends.dialer->commit(data.size());
+  // Published before the wake-up failed: sent, not left to be pushed (and published) again.
+  EXPECT_TRUE(ends.dialer->drain());
+  EXPECT_EQ(ends.dialer->unsent(), 0u);
+  std::vector<std::uint8_t> got;
+  read_some(*ends.acceptor, got);
+  EXPECT_EQ(got, data);
+  // The peer is gone: the next write fails as on a socket.
+  room = ends.dialer->reserve(10);
+  ASSERT_NE(room, nullptr);
+  ends.dialer->commit(10);
+  EXPECT_FALSE(ends.dialer->drain());
+  EXPECT_EQ(errno, EPIPE);
+}
+
 TEST(RingStream, IndicesAHostilePeerWritesAreCheckedBeforeUse) {
   auto ends = make_ends();
   // A head more than a ring ahead of what we consumed would have us read stale bytes.
