@@ -89,6 +89,10 @@ std::vector<std::vector<std::uint8_t>> seeds() {
   // We fill the ring (65,535 bytes, then 1), the peer sets our tail one past our head, and we
   // send on: the stream must refuse that tail.
   out.push_back({6, 3, 255, 0, 255, 3, 1, 1, 5, 1, 3, 3, 10, 1, 2, 1});
+  // The peer rings us twice, asks for a wake-up, and closes its socket; we send (the wake-up
+  // fails: the peer is gone), send again (EPIPE), read (end of stream), go to sleep (at once
+  // ready) and read the socket.
+  out.push_back({6, 8, 0, 8, 0, 7, 1, 9, 3, 10, 1, 3, 5, 1, 2, 0, 10, 11});
   return out;
 }
 

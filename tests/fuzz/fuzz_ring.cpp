@@ -6,6 +6,10 @@
 // of what we consumed fails the stream (EPROTO) and so does everything after it; otherwise we
 // receive exactly the bytes at our tail, in order, across the wrap; what we send lands in
 // order at our head, never further than a ring past a tail the peer legitimately set.
+// The peer also plays the wake-up side: it sets its flags to anything, rings us, and closes its
+// socket. A stream that learns of the close (a wake-up it could not send, or reading the
+// socket) reports it as a socket would: EPIPE on the next write, end of stream once the ring is
+// empty; what it had published before stays published, never pushed twice.
 
 #include <sys/socket.h>
 
@@ -33,6 +37,10 @@ using sempi::transport::UniqueFd;
 std::uint64_t load(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word).load(); }
 void store(std::uint64_t& word, std::uint64_t value) {
   std::atomic_ref<std::uint64_t>(word).store(value);
+}
+std::uint32_t load(std::uint32_t& word) { return std::atomic_ref<std::uint32_t>(word).load(); }
+void store(std::uint32_t& word, std::uint32_t value) {
+  std::atomic_ref<std::uint32_t>(word).store(value);
 }
 
 // Reads the script: bytes in order, zeros past its end.
@@ -63,7 +71,7 @@ std::uint64_t size(Script& script, std::uint64_t ring) {
 void fuzz_ring_stream(std::span<const std::uint8_t> input) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return;
-  const UniqueFd peer_socket(pair[0]);
+  UniqueFd peer_socket(pair[0]);
   const UniqueFd our_socket(pair[1]);
   std::string error;
   // The peer creates the region (it dials); we adopt it, as an accepting rank does.
@@ -89,10 +97,12 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
   std::uint64_t best_tail = 0;      // the furthest tail the peer set by the rules
   std::deque<std::uint8_t> unsent;  // committed, not yet in the ring
   std::uint8_t next_byte = 1;
+  bool peer_closed = false;  // the stream knows the peer closed its socket
+  int bells_pending = 0;     // wake-up bytes the peer sent us, not yet read
 
   Script script(input);
   for (int step = 0; step < 256 && !script.done(); ++step) {
-    switch (script.byte() % 7) {
+    switch (script.byte() % 12) {
       case 0: {  // the peer publishes bytes (perhaps more than there is room for)
         const std::uint64_t n = size(script, ring);
         const std::uint8_t seed = script.byte();
@@ -122,7 +132,7 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
           break;
         }
         if (head == consumed) {
-          if (n != -1 || errno != EAGAIN) violated();
+          if (peer_closed ? n != 0 : (n != -1 || errno != EAGAIN)) violated();
           break;
         }
         if (n <= 0 || static_cast<std::uint64_t>(n) > head - consumed) violated();
@@ -146,9 +156,18 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
           }
           us.commit(n);
         }
-        const std::uint64_t offered = load(out.tail);  // all the stream can read meanwhile
+        const std::uint64_t offered = load(out.tail);        // all the stream can read meanwhile
+        const bool asleep = load(out.consumer_asleep) != 0;  // the peer wants a wake-up byte
+        const bool was_broken = broken;
+        const bool was_closed = peer_closed;
+        const bool had_unsent = !unsent.empty();
         const bool drained = us.drain();
         const std::uint64_t head = load(out.head);
+        if ((was_broken || was_closed) && head != sent) violated();  // nothing more published
+        if (was_closed && !was_broken && had_unsent && drained) violated();
+        // The first push that publishes rings a sleeping peer; a closed socket then says it
+        // is gone.
+        if (head > sent && asleep && !peer_socket.valid()) peer_closed = true;
         // A tail up to what we had published when the stream read it is a legitimate move.
         // (The stream reads it only with a full ring, so with at most best_tail + ring sent.)
         if (offered > best_tail && offered <= std::min(head, best_tail + ring)) best_tail = offered;
@@ -160,8 +179,12 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
         }
         sent = head;
         if (!drained) {
-          if (errno != EPROTO) violated();
-          broken = true;
+          if (!was_broken && errno == EPIPE) {
+            if (!peer_closed || unsent.empty()) violated();  // and never for bytes published
+          } else {
+            if (errno != EPROTO) violated();
+            broken = true;
+          }
         }
         break;
       }
@@ -179,8 +202,39 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
               how % 2 == 0 ? script.number(8) >> (how % 64) : sent + script.byte() % 5 - 2);
         break;
       }
-      default:  // the peer overwrites published bytes we have not taken yet
+      case 6:  // the peer overwrites published bytes we have not taken yet
         in_data[(consumed + script.byte()) % ring] = script.byte();
+        break;
+      case 7: {  // the peer sets its wake-up flags to anything
+        const std::uint8_t how = script.byte();
+        store(out.consumer_asleep, std::uint32_t{how} & 3u);
+        store(in.producer_waiting, std::uint32_t{how} >> 2 & 3u);
+        break;
+      }
+      case 8:  // the peer rings us (a few bytes: service_socket reads up to 256 at a time)
+        if (peer_socket.valid() && bells_pending < 128) {
+          const std::uint8_t bell = script.byte();
+          if (::send(peer_socket.get(), &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+            ++bells_pending;
+          }
+        }
+        break;
+      case 9:  // the peer closes its socket (it exited)
+        peer_socket = UniqueFd();
+        break;
+      case 10: {  // we are about to sleep on the socket, then wake
+        const std::uint64_t head = load(in.head);
+        const bool ready = us.prepare_to_block(true, false);
+        if (ready != (broken || peer_closed || head != consumed)) violated();
+        if (!broken && !peer_closed && load(in.consumer_asleep) != 1) violated();  // ring me
+        us.done_blocking();
+        if (load(in.consumer_asleep) != 0 || load(out.producer_waiting) != 0) violated();
+        break;
+      }
+      default:  // we read the wake-up bytes, and learn whether the peer closed
+        us.service_socket();
+        bells_pending = 0;
+        if (!peer_socket.valid()) peer_closed = true;
         break;
     }
   }
