@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "audit/seal.hpp"
@@ -907,43 +908,62 @@ std::string report_text(const nlohmann::ordered_json& report) {
 // --- reconcile -----------------------------------------------------------------------------
 
 ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
-  struct Msg {
-    std::string file;
-    std::size_t line = 0;
-    std::string comm;
-    int tag = 0;
+  // One entry per message record, 64 bytes: names are interned, the file is an index, and the
+  // fields as logged are kept only for a record whose fields are odd. A map of strings per
+  // record cost ~210 bytes, more than half the size of the logs themselves. Once every file is
+  // read, each kind is sorted by message (then by where it was read), and sends are matched
+  // with receives by binary search.
+  struct Entry {
+    std::int64_t id = 0;  // with from and to, the message
     std::int64_t bytes = 0;
-    std::string op;
     std::int64_t context = -1;  // agreed by both ends (the communicator's name is local)
-    // For --json: the fields above as the record has them (a missing one absent, a mistyped
-    // one as written), not as the defaults the comparisons use; null if they are the same.
-    nlohmann::ordered_json logged;
+    std::uint64_t line = 0;
+    std::int32_t from = 0;
+    std::int32_t to = 0;
+    std::int32_t tag = 0;
+    std::uint32_t file = 0;    // in file_names
+    std::uint32_t comm = 0;    // in names
+    std::uint32_t op = 0;      // in names
+    std::uint32_t logged = 0;  // 1 + its index in logged_fields; 0: the fields are as typed
   };
-  // True if the record has each field, of the type and value its typed copy in `m` says.
-  const auto fields_as_typed = [](const Record& r, const Msg& m) {
-    const auto is = [&r](const char* field, const nlohmann::json& typed) {
+  std::vector<std::string> file_names;
+  std::vector<std::string> names;
+  std::unordered_map<std::string, std::uint32_t> name_ids;
+  const auto intern = [&](std::string name) {
+    const auto [at, added] = name_ids.try_emplace(std::move(name), names.size());
+    if (added) names.push_back(at->first);
+    return at->second;
+  };
+  // For --json: the fields of an odd record as it has them (a missing one absent, a mistyped
+  // one as written), not as the defaults the comparisons use.
+  std::vector<nlohmann::ordered_json> logged_fields;
+  // True if the record has each field, of the type and value of its typed copy.
+  const auto fields_as_typed = [](const Record& r, const std::string& comm, const std::string& op,
+                                  std::int64_t context, int tag, std::int64_t bytes) {
+    const auto is_string = [&r](const char* field, const std::string& typed) {
       const nlohmann::json* v = r.sempi(field);
-      return v != nullptr && v->type() == typed.type() && *v == typed;
+      return v != nullptr && v->is_string() && v->get_ref<const std::string&>() == typed;
     };
     const auto is_integer = [&r](const char* field, std::int64_t typed) {
       const nlohmann::json* v = r.sempi(field);
       return v != nullptr && v->is_number_integer() && *v == typed;
     };
-    return is("comm", m.comm) && is("op", m.op) && is_integer("context", m.context) &&
-           is_integer("tag", m.tag) && is_integer("bytes", m.bytes);
+    return is_string("comm", comm) && is_string("op", op) && is_integer("context", context) &&
+           is_integer("tag", tag) && is_integer("bytes", bytes);
   };
-  using Key = std::tuple<int, int, std::int64_t>;  // sender, receiver, message id
-  std::map<Key, Msg> sends;
-  std::map<Key, Msg> receives;
-  std::map<Key, Msg> denials;
-  std::map<Key, Msg> drops;
+  std::vector<Entry> sends;
+  std::vector<Entry> receives;
+  std::vector<Entry> denials;
+  std::vector<Entry> drops;
   std::set<std::pair<int, int>> limited;  // (receiver, sender): audit.limit written
   ReconcileResult result;
   if (!dir.unlisted.empty()) {
     result.unread.push_back(std::string(kDirectoryName) + ": " + dir.unlisted);
   }
   for (const auto& [rank, file] : dir.ranks) {
-    for_each_whole_record(file, result.unread, [&, rank = rank, &file = file](const Record& r) {
+    const auto file_index = static_cast<std::uint32_t>(file_names.size());
+    file_names.push_back(file.name);
+    for_each_whole_record(file, result.unread, [&, rank = rank](const Record& r) {
       const std::string action = r.action();
       const bool send = action == "message.send";
       const bool recv = action == "message.receive";
@@ -959,102 +979,145 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
       // Denials and drops are written at every level: only these say message audit was on.
       if (send || recv) result.message_records = true;
       const int peer = int_field<int>(r, "peer");
-      const std::int64_t id = int_field(r, "msg");
-      Msg m{file.name,
-            r.line,
-            str_field(r, "comm"),
-            int_field<int>(r, "tag"),
-            int_field(r, "bytes"),
-            str_field(r, "op"),
-            int_field(r, "context"),
-            {}};
-      // Kept only for a record whose fields are not what the typed copies above say (missing,
-      // or of another type): the usual record costs no more memory with --json.
-      if (with_records && !fields_as_typed(r, m)) {
-        m.logged = nlohmann::ordered_json::object();
+      Entry e;
+      e.id = int_field(r, "msg");
+      e.bytes = int_field(r, "bytes");
+      e.context = int_field(r, "context");
+      e.line = r.line;
+      e.from = send ? rank : peer;
+      e.to = send ? peer : rank;
+      e.tag = int_field<int>(r, "tag");
+      e.file = file_index;
+      std::string comm = str_field(r, "comm");
+      std::string op = str_field(r, "op");
+      if (with_records && !fields_as_typed(r, comm, op, e.context, e.tag, e.bytes)) {
+        auto fields = nlohmann::ordered_json::object();
         for (const char* field : {"comm", "context", "op", "tag", "bytes"}) {
-          if (const nlohmann::json* v = r.sempi(field)) m.logged[field] = *v;
+          if (const nlohmann::json* v = r.sempi(field)) fields[field] = *v;
         }
+        logged_fields.push_back(std::move(fields));
+        e.logged = static_cast<std::uint32_t>(logged_fields.size());
       }
-      // A second record of the same message (a copy, or two records without a valid id) is
-      // listed, never merged into the first.
-      auto& records = send ? sends : recv ? receives : deny ? denials : drops;
-      const Key key = send ? Key{rank, peer, id} : Key{peer, rank, id};
-      const auto [at, inserted] = records.try_emplace(key, std::move(m));
-      if (!inserted) {
-        result.mismatched.push_back("a second " + action + " record of one message: " + file.name +
-                                    ":" + std::to_string(r.line) + " after " + at->second.file +
-                                    ":" + std::to_string(at->second.line));
-        if (with_records) {
-          result.mismatched_records.push_back(
-              {{"kind", "recorded_twice"},
-               {"action", action},
-               {"from", std::get<0>(key)},
-               {"to", std::get<1>(key)},
-               {"msg", std::get<2>(key)},
-               {"first", {{"file", at->second.file}, {"line", at->second.line}}},
-               {"second", {{"file", file.name}, {"line", r.line}}}});
-        }
-      }
+      e.comm = intern(std::move(comm));
+      e.op = intern(std::move(op));
+      (send ? sends : recv ? receives : deny ? denials : drops).push_back(e);
     });
   }
-  auto describe = [](const Key& k, const Msg& m) {
-    return "rank " + std::to_string(std::get<0>(k)) + " -> rank " + std::to_string(std::get<1>(k)) +
-           " msg " + std::to_string(std::get<2>(k)) + " comm " + in_quotes(m.comm) + " context " +
-           std::to_string(m.context) + " op " + in_quotes(m.op) + " tag " + std::to_string(m.tag) +
-           " bytes " + std::to_string(m.bytes) + " (" + m.file + ":" + std::to_string(m.line) + ")";
+  const auto key_less = [](const Entry& a, const Entry& b) {
+    return std::tie(a.from, a.to, a.id) < std::tie(b.from, b.to, b.id);
+  };
+  const auto where = [&](const Entry& e) {
+    return file_names[e.file] + ":" + std::to_string(e.line);
   };
   using Json = nlohmann::ordered_json;
-  auto record = [](const Msg& m) {
-    if (m.logged.is_null()) {
-      return Json{{"file", m.file}, {"line", m.line}, {"comm", m.comm},  {"context", m.context},
-                  {"op", m.op},     {"tag", m.tag},   {"bytes", m.bytes}};
+  // A second record of the same message (a copy, or two records without a valid id) is
+  // listed, never merged into the first; listed in the order the second ones were read.
+  struct Twice {
+    const char* action;
+    Entry first;
+    Entry second;
+  };
+  std::vector<Twice> twice;
+  const auto sort_and_drop_copies = [&](std::vector<Entry>& entries, const char* action) {
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return std::tie(a.from, a.to, a.id, a.file, a.line) <
+             std::tie(b.from, b.to, b.id, b.file, b.line);
+    });
+    std::size_t kept = 0;
+    for (const Entry& e : entries) {
+      if (kept > 0 && !key_less(entries[kept - 1], e)) {
+        twice.push_back({action, entries[kept - 1], e});
+      } else {
+        entries[kept++] = e;
+      }
     }
-    Json j{{"file", m.file}, {"line", m.line}};
-    j.update(m.logged);
+    entries.resize(kept);
+  };
+  sort_and_drop_copies(sends, "message.send");
+  sort_and_drop_copies(receives, "message.receive");
+  sort_and_drop_copies(denials, "policy.deny");
+  sort_and_drop_copies(drops, "message.drop");
+  std::sort(twice.begin(), twice.end(), [](const Twice& a, const Twice& b) {
+    return std::tie(a.second.file, a.second.line) < std::tie(b.second.file, b.second.line);
+  });
+  for (const Twice& t : twice) {
+    result.mismatched.push_back(std::string("a second ") + t.action + " record of one message: " +
+                                where(t.second) + " after " + where(t.first));
+    if (with_records) {
+      result.mismatched_records.push_back(
+          {{"kind", "recorded_twice"},
+           {"action", t.action},
+           {"from", t.first.from},
+           {"to", t.first.to},
+           {"msg", t.first.id},
+           {"first", {{"file", file_names[t.first.file]}, {"line", t.first.line}}},
+           {"second", {{"file", file_names[t.second.file]}, {"line", t.second.line}}}});
+    }
+  }
+  const auto describe = [&](const Entry& e) {
+    return "rank " + std::to_string(e.from) + " -> rank " + std::to_string(e.to) + " msg " +
+           std::to_string(e.id) + " comm " + in_quotes(names[e.comm]) + " context " +
+           std::to_string(e.context) + " op " + in_quotes(names[e.op]) + " tag " +
+           std::to_string(e.tag) + " bytes " + std::to_string(e.bytes) + " (" + where(e) + ")";
+  };
+  const auto record = [&](const Entry& e) {
+    Json j{{"file", file_names[e.file]}, {"line", e.line}};
+    if (e.logged == 0) {
+      j.update(Json{{"comm", names[e.comm]},
+                    {"context", e.context},
+                    {"op", names[e.op]},
+                    {"tag", e.tag},
+                    {"bytes", e.bytes}});
+    } else {
+      j.update(logged_fields[e.logged - 1]);
+    }
     return j;
   };
-  auto entry = [](const char* kind, const Key& k) {
-    return Json{
-        {"kind", kind}, {"from", std::get<0>(k)}, {"to", std::get<1>(k)}, {"msg", std::get<2>(k)}};
+  const auto entry = [](const char* kind, const Entry& e) {
+    return Json{{"kind", kind}, {"from", e.from}, {"to", e.to}, {"msg", e.id}};
+  };
+  const auto has = [&](const std::vector<Entry>& entries, const Entry& e) {
+    return std::binary_search(entries.begin(), entries.end(), e, key_less);
   };
   result.sends = sends.size();
-  for (const auto& [key, send] : sends) {
-    if (const auto it = receives.find(key); it != receives.end()) {
+  std::vector<bool> received(receives.size());
+  for (const Entry& send : sends) {
+    const auto it = std::lower_bound(receives.begin(), receives.end(), send, key_less);
+    if (it != receives.end() && !key_less(send, *it)) {
       ++result.matched;
-      const Msg& recv = it->second;
+      received[static_cast<std::size_t>(it - receives.begin())] = true;
+      const Entry& recv = *it;
       if (recv.bytes != send.bytes || recv.tag != send.tag || recv.op != send.op ||
           recv.context != send.context) {
-        result.mismatched.push_back("send " + describe(key, send) + " vs receive " +
-                                    describe(key, recv));
+        result.mismatched.push_back("send " + describe(send) + " vs receive " + describe(recv));
         if (with_records) {
-          Json j = entry("inconsistent", key);
+          Json j = entry("inconsistent", send);
           j["send"] = record(send);
           j["receive"] = record(recv);
           result.mismatched_records.push_back(std::move(j));
         }
       }
-      receives.erase(it);
-    } else if (denials.count(key) != 0) {
+    } else if (has(denials, send)) {
       ++result.denied;
-    } else if (drops.count(key) != 0) {
+    } else if (has(drops, send)) {
       ++result.dropped;
-    } else if (limited.count({std::get<1>(key), std::get<0>(key)}) != 0) {
+    } else if (limited.count({send.to, send.from}) != 0) {
       ++result.past_audit_limit;
     } else {
-      result.unmatched.push_back("sent, never received: " + describe(key, send));
+      result.unmatched.push_back("sent, never received: " + describe(send));
       if (with_records) {
-        Json j = entry("sent_never_received", key);
+        Json j = entry("sent_never_received", send);
         j["send"] = record(send);
         result.unmatched_records.push_back(std::move(j));
       }
     }
   }
-  for (const auto& [key, recv] : receives) {
-    result.unmatched.push_back("received, never sent: " + describe(key, recv));
+  for (std::size_t i = 0; i < receives.size(); ++i) {
+    if (received[i]) continue;
+    result.unmatched.push_back("received, never sent: " + describe(receives[i]));
     if (with_records) {
-      Json j = entry("received_never_sent", key);
-      j["receive"] = record(recv);
+      Json j = entry("received_never_sent", receives[i]);
+      j["receive"] = record(receives[i]);
       result.unmatched_records.push_back(std::move(j));
     }
   }

@@ -9,7 +9,7 @@
 // (a rank auditing every message writes ~100 MB/s while it exchanges small messages). What
 // verify keeps is the sequence number of each record that has one (8 bytes, for a record of at
 // least 25), at most kMaxFindingsPerFile findings a file, and two records at a time (what one
-// costs is bounded: see for_each_record); reconcile keeps a small entry per message.
+// costs is bounded: see for_each_record); reconcile keeps 64 bytes per send or receive record.
 
 #include <cstdint>
 #include <filesystem>
