@@ -63,13 +63,9 @@ long RingStream::push(const std::uint8_t* data, std::size_t size) {
   std::memcpy(tx_data_, data + first, count - first);
   tx_head_ += count;
   shared(tx_.head).store(tx_head_, kSeqCst);
-  auto asleep = shared(tx_.consumer_asleep);  // the peer consumes this ring
-  if (asleep.load(kSeqCst) != 0 && asleep.exchange(0, kSeqCst) != 0 && !ring_bell()) {
-    // The bytes are published all the same: a failure now would have the caller push them
-    // again. A closed socket means the peer is gone, and the next push says so. Any other
-    // error loses one wake-up, which the sleeper's poll() timeout bounds.
-    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) peer_closed_ = true;
-  }
+  // Published all the same if the wake-up fails: a failure now would have the caller push
+  // these bytes again. A peer that is gone is reported by the next push.
+  wake_if_asked(tx_.consumer_asleep);  // the peer consumes this ring
   return static_cast<long>(count);
 }
 
@@ -93,8 +89,7 @@ long RingStream::pull(std::uint8_t* dst, std::size_t size) {
   std::memcpy(dst + first, rx_data_, count - first);
   rx_tail_ += count;
   shared(rx_.tail).store(rx_tail_, kSeqCst);
-  auto waiting = shared(rx_.producer_waiting);
-  if (waiting.load(kSeqCst) != 0 && waiting.exchange(0, kSeqCst) != 0) (void)ring_bell();
+  wake_if_asked(rx_.producer_waiting);
   return static_cast<long>(count);
 }
 
@@ -131,6 +126,16 @@ void RingStream::service_socket() noexcept {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     peer_closed_ = true;  // closed, or reset: nothing more will be published
     return;
+  }
+}
+
+void RingStream::wake_if_asked(std::uint32_t& flag) noexcept {
+  auto asked = shared(flag);
+  if (asked.load(kSeqCst) == 0 || asked.exchange(0, kSeqCst) == 0 || ring_bell()) return;
+  if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
+    peer_closed_ = true;  // the socket is closed: the peer is gone
+  } else {
+    asked.store(1, kSeqCst);  // out of buffers: the next publish or take rings again
   }
 }
 

@@ -20,8 +20,9 @@
 // once more (prepare_to_block()). A producer publishing bytes, or a consumer freeing room,
 // clears the flag it finds set and sends one byte over the socket. Each side's store comes
 // before its load of the other's word (both sequentially consistent), so at least one of the
-// two sees the other: a wake-up is never lost. A side that spins sets no flag, and the other
-// side then makes no system call for it.
+// two sees the other: a wake-up is never lost. (A byte the socket refuses for want of kernel
+// buffers is owed: the flag is set again for the next publish.) A side that spins sets no flag,
+// and the other side then makes no system call for it.
 //
 // A peer that exits or crashes closes the socket; what it had published is still read, and
 // the stream reports the close once the ring is empty, as a socket would. Indices the peer
@@ -66,7 +67,13 @@ class RingStream final : public SocketBuffers {
   long fail(std::string detail);
   // Refreshes our view of the consumer's tail; false if the peer broke the ring.
   bool refresh_tail();
-  // Sends one wake-up byte; false if the peer is gone.
+  // If the peer set `flag` (in shared memory), clears it and sends a wake-up byte. If the
+  // socket is closed, the peer is gone (peer_closed_); if it refuses the byte for want of
+  // buffers, the flag is set again, so that the wake-up is not lost.
+  void wake_if_asked(std::uint32_t& flag) noexcept;
+  // Sends one wake-up byte; false (errno set) if the socket refused it for another reason
+  // than being full: the peer is gone (EPIPE, ECONNRESET, ENOTCONN), or the kernel is out of
+  // buffers.
   bool ring_bell() noexcept;
 
   [[nodiscard]] bool broken() const noexcept { return !detail_.empty(); }
