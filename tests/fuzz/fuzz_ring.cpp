@@ -43,6 +43,16 @@ void store(std::uint32_t& word, std::uint32_t value) {
   std::atomic_ref<std::uint32_t>(word).store(value);
 }
 
+// Takes the wake-up bytes waiting on `fd`; returns how many there were.
+int take_bells(int fd) {
+  int count = 0;
+  std::uint8_t bytes[64];
+  for (ssize_t n; (n = ::recv(fd, bytes, sizeof bytes, MSG_DONTWAIT)) > 0;) {
+    count += static_cast<int>(n);
+  }
+  return count;
+}
+
 // Reads the script: bytes in order, zeros past its end.
 class Script {
  public:
@@ -124,6 +134,7 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
       }
       case 2: {  // we receive
         const std::uint64_t head = load(in.head);
+        const bool waiting = load(in.producer_waiting) != 0;  // the peer wants a wake-up byte
         const long n = us.receive(1 + script.byte());
         const bool bad_head = head < head_seen || head - consumed > ring;
         if (broken || bad_head) {
@@ -144,6 +155,14 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
         consumed += static_cast<std::uint64_t>(n);
         head_seen = head;
         if (load(in.tail) != consumed) violated();  // our tail tells the peer what is free
+        // Freeing room wakes a waiting peer: one byte, and its flag cleared; a closed socket
+        // says it is gone.
+        if (load(in.producer_waiting) != 0) violated();
+        if (peer_socket.valid()) {
+          if (take_bells(peer_socket.get()) != (waiting ? 1 : 0)) violated();
+        } else if (waiting) {
+          peer_closed = true;
+        }
         break;
       }
       case 3: {  // we send
@@ -162,12 +181,19 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
         const bool was_closed = peer_closed;
         const bool had_unsent = !unsent.empty();
         const bool drained = us.drain();
+        const int drain_errno = errno;  // before the checks below make system calls
         const std::uint64_t head = load(out.head);
         if ((was_broken || was_closed) && head != sent) violated();  // nothing more published
         if (was_closed && !was_broken && had_unsent && drained) violated();
-        // The first push that publishes rings a sleeping peer; a closed socket then says it
-        // is gone.
-        if (head > sent && asleep && !peer_socket.valid()) peer_closed = true;
+        // The first push that publishes rings a sleeping peer, once, and clears its flag; a
+        // closed socket then says it is gone.
+        const bool rang = head > sent && asleep;
+        if (rang && load(out.consumer_asleep) != 0) violated();
+        if (peer_socket.valid()) {
+          if (take_bells(peer_socket.get()) != (rang ? 1 : 0)) violated();
+        } else if (rang) {
+          peer_closed = true;
+        }
         // A tail up to what we had published when the stream read it is a legitimate move.
         // (The stream reads it only with a full ring, so with at most best_tail + ring sent.)
         if (offered > best_tail && offered <= std::min(head, best_tail + ring)) best_tail = offered;
@@ -179,10 +205,10 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
         }
         sent = head;
         if (!drained) {
-          if (!was_broken && errno == EPIPE) {
+          if (!was_broken && drain_errno == EPIPE) {
             if (!peer_closed || unsent.empty()) violated();  // and never for bytes published
           } else {
-            if (errno != EPROTO) violated();
+            if (drain_errno != EPROTO) violated();
             broken = true;
           }
         }
@@ -231,11 +257,17 @@ void fuzz_ring_stream(std::span<const std::uint8_t> input) {
         if (load(in.consumer_asleep) != 0 || load(out.producer_waiting) != 0) violated();
         break;
       }
-      default:  // we read the wake-up bytes, and learn whether the peer closed
+      default: {  // we read the wake-up bytes, and learn whether the peer closed
         us.service_socket();
         bells_pending = 0;
-        if (!peer_socket.valid()) peer_closed = true;
+        if (!peer_socket.valid()) {
+          peer_closed = true;
+          break;
+        }
+        std::uint8_t left = 0;  // every byte read: a poll() would not wake us for nothing
+        if (::recv(our_socket.get(), &left, 1, MSG_PEEK | MSG_DONTWAIT) != -1) violated();
         break;
+      }
     }
   }
 }
