@@ -16,7 +16,6 @@
 #include <sstream>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include "audit/seal.hpp"
@@ -927,11 +926,14 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
     std::uint32_t logged = 0;  // 1 + its index in logged_fields; 0: the fields are as typed
   };
   std::vector<std::string> file_names;
-  std::vector<std::string> names;
-  std::unordered_map<std::string, std::uint32_t> name_ids;
+  // A tree, not a hash table: the names come from the logs, and a hostile log's names could
+  // all collide under a fixed hash.
+  std::map<std::string, std::uint32_t, std::less<>> name_ids;
+  std::vector<const std::string*> names;  // the keys above, by id (a map's nodes stay put)
   const auto intern = [&](std::string name) {
-    const auto [at, added] = name_ids.try_emplace(std::move(name), names.size());
-    if (added) names.push_back(at->first);
+    const auto [at, added] =
+        name_ids.try_emplace(std::move(name), static_cast<std::uint32_t>(names.size()));
+    if (added) names.push_back(&at->first);
     return at->second;
   };
   // For --json: the fields of an odd record as it has them (a missing one absent, a mistyped
@@ -990,7 +992,9 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
       e.file = file_index;
       std::string comm = str_field(r, "comm");
       std::string op = str_field(r, "op");
-      if (with_records && !fields_as_typed(r, comm, op, e.context, e.tag, e.bytes)) {
+      // (Only sends and receives are listed with their fields.)
+      if (with_records && (send || recv) &&
+          !fields_as_typed(r, comm, op, e.context, e.tag, e.bytes)) {
         auto fields = nlohmann::ordered_json::object();
         for (const char* field : {"comm", "context", "op", "tag", "bytes"}) {
           if (const nlohmann::json* v = r.sempi(field)) fields[field] = *v;
@@ -1056,16 +1060,16 @@ ReconcileResult reconcile(const AuditDir& dir, bool with_records) {
   }
   const auto describe = [&](const Entry& e) {
     return "rank " + std::to_string(e.from) + " -> rank " + std::to_string(e.to) + " msg " +
-           std::to_string(e.id) + " comm " + in_quotes(names[e.comm]) + " context " +
-           std::to_string(e.context) + " op " + in_quotes(names[e.op]) + " tag " +
+           std::to_string(e.id) + " comm " + in_quotes(*names[e.comm]) + " context " +
+           std::to_string(e.context) + " op " + in_quotes(*names[e.op]) + " tag " +
            std::to_string(e.tag) + " bytes " + std::to_string(e.bytes) + " (" + where(e) + ")";
   };
   const auto record = [&](const Entry& e) {
     Json j{{"file", file_names[e.file]}, {"line", e.line}};
     if (e.logged == 0) {
-      j.update(Json{{"comm", names[e.comm]},
+      j.update(Json{{"comm", *names[e.comm]},
                     {"context", e.context},
-                    {"op", names[e.op]},
+                    {"op", *names[e.op]},
                     {"tag", e.tag},
                     {"bytes", e.bytes}});
     } else {
