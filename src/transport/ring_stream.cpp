@@ -45,6 +45,17 @@ bool RingStream::refresh_tail() {
   return true;
 }
 
+// Inline: on every push and pull, where a call through the PLT costs ~15 instructions.
+inline void RingStream::wake_if_asked(std::uint32_t& flag) noexcept {
+  auto asked = shared(flag);
+  if (asked.load(kSeqCst) == 0 || asked.exchange(0, kSeqCst) == 0 || ring_bell()) return;
+  if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
+    peer_closed_ = true;  // the socket is closed: the peer is gone
+  } else {
+    asked.store(1, kSeqCst);  // out of buffers: the next publish or take rings again
+  }
+}
+
 long RingStream::push(const std::uint8_t* data, std::size_t size) {
   if (broken()) return fail({});
   if (peer_closed_) {  // as a socket whose reader is gone
@@ -126,16 +137,6 @@ void RingStream::service_socket() noexcept {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     peer_closed_ = true;  // closed, or reset: nothing more will be published
     return;
-  }
-}
-
-void RingStream::wake_if_asked(std::uint32_t& flag) noexcept {
-  auto asked = shared(flag);
-  if (asked.load(kSeqCst) == 0 || asked.exchange(0, kSeqCst) == 0 || ring_bell()) return;
-  if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
-    peer_closed_ = true;  // the socket is closed: the peer is gone
-  } else {
-    asked.store(1, kSeqCst);  // out of buffers: the next publish or take rings again
   }
 }
 

@@ -70,7 +70,7 @@ class RingStream final : public SocketBuffers {
   // If the peer set `flag` (in shared memory), clears it and sends a wake-up byte. If the
   // socket is closed, the peer is gone (peer_closed_); if it refuses the byte for want of
   // buffers, the flag is set again, so that the wake-up is not lost.
-  void wake_if_asked(std::uint32_t& flag) noexcept;
+  inline void wake_if_asked(std::uint32_t& flag) noexcept;
   // Sends one wake-up byte; false (errno set) if the socket refused it for another reason
   // than being full: the peer is gone (EPIPE, ECONNRESET, ENOTCONN), or the kernel is out of
   // buffers.
