@@ -1243,6 +1243,7 @@ Engine::CommEntry& Engine::compile_entry(const CommState& comm, const std::strin
   entry.freed = false;
   entry.decisions =
       policy()->compile_comm(name, comm.world_ranks, config_.world_rank, config_.world_size);
+  entry.generation = ++rules_generation_;
   return entry;
 }
 
@@ -1301,6 +1302,11 @@ void Engine::rename_comm(const CommState& comm, const std::string& name) {
                {{"comm", name}, {"previous", previous}, {"context", comm.context}});
   }
   compile_entry(comm, name);
+  // Messages already here were admitted under the previous name; none may reach the
+  // application under this one unless its rule admits it too. (Otherwise a sender could get
+  // a message past the new rule by sending it before the rename, even before the
+  // communicator existed here: it was then judged at registration, under its first name.)
+  judge_queued(comm.context, Queued::admitted);
 }
 
 void Engine::register_comm(const CommState& comm) {
@@ -1316,7 +1322,7 @@ void Engine::register_comm(const CommState& comm) {
     if (comm.size() <= 64) fields["members"] = comm.world_ranks;
     log->event("comm.create", true, {}, fields);
   }
-  decide_undecided(comm.context);
+  judge_queued(comm.context, Queued::undecided);
 }
 
 std::optional<std::string> Engine::collective_denied(const CommState& comm, OpKind op) {
@@ -1662,14 +1668,15 @@ void Engine::on_withdrawn(int source_world, std::uint32_t context, std::uint16_t
   withdrawn_.push_back({context, source_world, sequence, cls, reason});
 }
 
-void Engine::decide_undecided(std::uint32_t base_context) {
+void Engine::judge_queued(std::uint32_t base_context, Queued which) {
   const CommEntry* entry = find_entry(base_context);
   if (entry == nullptr) return;
+  const bool undecided = which == Queued::undecided;
   // Refused messages leave the queue first and are answered after the walk: answering may
   // fail a peer (a DENY that cannot be written), and failing a peer edits unexpected_.
   std::list<Unexpected> refused;
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
-    if (!it->undecided || (it->context >> 1) != (base_context >> 1)) {
+    if (it->undecided != undecided || (it->context >> 1) != (base_context >> 1)) {
       ++it;
       continue;
     }
@@ -1688,7 +1695,7 @@ void Engine::decide_undecided(std::uint32_t base_context) {
             : on_denial(verdict, entry, it->source, it->context, it->op, it->tag, it->bytes,
                         it->msg_id, "receive");
     if (decision == Admit::allow) {
-      if (!it->rendezvous) {
+      if (undecided && !it->rendezvous) {  // (an admitted one was recorded on arrival)
         audit_message("message.receive", it->source, it->context, it->op, it->tag, it->bytes,
                       it->msg_id, it->payload());
       }
@@ -1878,6 +1885,8 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
         return {};
       }
       inflight_admit_ = engine_.admit(*this, header);
+      const CommEntry* entry = engine_.find_entry(header.context);
+      inflight_generation_ = entry != nullptr ? entry->generation : 0;
       if (cut_off()) return {};
       if (inflight_admit_ == Admit::deny) {
         // Read the payload off the stream (framing must continue) and drop it.
@@ -1973,6 +1982,14 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         // Its communicator did not exist here when the header came, but the payload took more
         // than one read, and registration meanwhile decided only the queued messages, not this
         // one: decide it now, or it would be delivered unchecked.
+        inflight_admit_ = e.admit(*this, header);
+        if (inflight_admit_ == Admit::deny || cut_off()) inflight_unexpected_.reset();
+        if (cut_off()) return errc::frame_unexpected;
+      } else if (inflight_admit_ == Admit::allow && !inflight_recv_ &&
+                 e.renamed_since(header.context, inflight_generation_)) {
+        // Its communicator was renamed while the payload was read: judged again under the
+        // new name, as the queued messages were (rename_comm). (A receive posted before the
+        // rename takes it all the same.)
         inflight_admit_ = e.admit(*this, header);
         if (inflight_admit_ == Admit::deny || cut_off()) inflight_unexpected_.reset();
         if (cut_off()) return errc::frame_unexpected;

@@ -332,6 +332,7 @@ class Engine {
     std::string name;          // the name `decisions` was compiled for
     std::vector<int> members;  // world ranks
     bool freed = false;
+    std::uint64_t generation = 0;  // rules_generation_ when `decisions` were compiled
   };
   enum class Admit { allow, deny, pending };
   struct SendRendezvous {
@@ -405,6 +406,9 @@ class Engine {
     bool forget_withdrawn_send(std::uint64_t id);
     std::unordered_map<std::uint64_t, std::shared_ptr<RequestState>> awaiting_sync_;
     Admit inflight_admit_ = Admit::allow;  // policy decision for the frame being read
+    // The generation of the rules that decision was made under (CommEntry::generation; 0:
+    // none): a rename while the payload is read makes the end of the frame decide again.
+    std::uint64_t inflight_generation_ = 0;
   };
 
   // All private members below require mu_ held unless stated otherwise.
@@ -470,6 +474,11 @@ class Engine {
   // Policy and audit (mu_ held).
   const CommEntry& entry_for(const CommState& comm);  // the rules, compiled if missing
   const CommEntry* find_entry(std::uint32_t context) const noexcept;
+  // True if the communicator of `context` was compiled again since rules of `generation`.
+  bool renamed_since(std::uint32_t context, std::uint64_t generation) const noexcept {
+    const CommEntry* entry = find_entry(context);
+    return generation != 0 && entry != nullptr && entry->generation != generation;
+  }
   CommEntry& compile_entry(const CommState& comm, const std::string& name);
   Admit admit(Peer& peer, const transport::FrameHeader& header);
   Admit on_denial(policy::Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
@@ -488,7 +497,11 @@ class Engine {
   // Fails `request` for a withdrawn message (RequestState::withdrawn).
   void fail_withdrawn(RequestState& request, int source_world, ErrorClass cls,
                       const std::string& reason);
-  void decide_undecided(std::uint32_t base_context);
+  // Judges the messages queued for a communicator (both its contexts) under its rules now:
+  // those that came before it existed here (at registration), or, after a rename, those
+  // admitted under its previous name. Refused ones are answered as on arrival.
+  enum class Queued { undecided, admitted };
+  void judge_queued(std::uint32_t base_context, Queued which);
   // A message record's fields (the communicator's name looked up by context).
   audit::MessageRecord message_record(const char* action, int peer, std::uint32_t context,
                                       std::uint16_t op, int tag, std::uint64_t bytes,
@@ -620,6 +633,7 @@ class Engine {
   std::atomic<std::uint64_t> traffic_{0};
   std::atomic<std::uint32_t> contexts_allocated_{0};
   std::unordered_map<std::uint32_t, CommEntry> comms_;  // by context / 2; stable references
+  std::uint64_t rules_generation_ = 0;                  // counts compile_entry calls
   mutable const CommEntry* last_entry_ = nullptr;  // find_entry's last result, and its key
   mutable std::uint32_t last_entry_key_ = 0;
   std::shared_ptr<FreedContexts> freed_ = std::make_shared<FreedContexts>();

@@ -1181,6 +1181,90 @@ TEST(EngineFrames, EachDenyNamesItsOwnMessagesReason) {
   EXPECT_EQ(reasons[102], policy::verdict_text(policy::Verdict::deny_size));
 }
 
+// A policy with an open communicator and a restricted one: a communicator renamed from the
+// first to the second takes on the second's rules.
+std::shared_ptr<const policy::Policy> open_and_limited_policy() {
+  const std::string text = R"({"version": 1, "mode": "enforce", "on_violation": "drop",
+    "groups": {"all": "*"}, "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [
+      {"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"},
+      {"name": "open", "members": "*", "collectives": "*", "p2p_tags": "*"},
+      {"name": "limited", "members": "*", "collectives": "*", "p2p_tags": [5]}],
+    "limits": {}, "audit": {"messages": "off"}})";
+  return std::make_shared<const policy::Policy>(
+      policy::Policy::compile(policy::PolicyDocument::parse(text, "test")));
+}
+
+// Messages queued under a communicator's first name are judged again when it is renamed:
+// otherwise a sender gets a message past the new name's rule by sending it early (even before
+// the communicator exists here: it is then admitted at registration, under its first name).
+TEST(EngineFrames, ARenameJudgesTheQueuedMessagesUnderTheNewName) {
+  EngineUnderAttack rank0({}, open_and_limited_policy());
+  rank0.engine().register_comm(*rank0.world());
+  FrameHeader early;
+  early.type = FrameType::eager;
+  early.context = kRank0Context;
+  early.source = 1;
+  early.flags = transport::frame_flags::kSynchronous;  // waits for an answer
+  early.tag = 9;                                       // not allowed on "limited"
+  early.aux = 101;
+  rank0.send(early, text_bytes("tag nine"));
+  early.flags = 0;
+  early.tag = 5;
+  rank0.send(early, text_bytes("tag five"));
+  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so are they
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
+  rank0.engine().register_comm(*comm);  // both admitted under "open"
+  rank0.engine().rename_comm(*comm, "limited");
+
+  std::array<char, 16> got{};
+  auto first = rank0.engine().irecv(comm, false, got.data(), got.size(), ANY_SOURCE, ANY_TAG);
+  rank0.wait(*first);
+  ASSERT_EQ(first->status.error, ErrorClass::success) << first->error_message;
+  ASSERT_EQ(first->status.tag, 5) << "a message of a tag 'limited' refuses was received";
+  auto second = rank0.engine().irecv(comm, false, got.data(), got.size(), ANY_SOURCE, ANY_TAG);
+  EXPECT_FALSE(second->done.load());
+  // The synchronous sender is told, as if refused on arrival.
+  const timeval limit{60, 0};
+  ASSERT_EQ(::setsockopt(rank0.client().fd(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit), 0);
+  std::vector<std::uint8_t> payload;
+  FrameHeader deny;
+  ASSERT_TRUE(rank0.client().read_frame(payload, 1, &deny));
+  EXPECT_EQ(deny.type, FrameType::deny);
+  EXPECT_EQ(deny.aux, 101u);
+  EXPECT_EQ(std::string(payload.begin(), payload.end()),
+            policy::verdict_text(policy::Verdict::deny_tag));
+  EXPECT_EQ(audit_records(rank0.audit_text(), "policy.deny").size(), 1u) << rank0.audit_text();
+}
+
+// The same for a message whose payload was still being read when the rename came.
+TEST(EngineFrames, ARenameJudgesAMessageBeingReadUnderTheNewName) {
+  EngineUnderAttack rank0({}, open_and_limited_policy());
+  rank0.engine().register_comm(*rank0.world());
+  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
+  rank0.engine().register_comm(*comm);
+  FrameHeader early;
+  early.type = FrameType::eager;
+  early.context = kRank0Context;
+  early.source = 1;
+  early.tag = 9;  // not allowed on "limited"
+  rank0.send_in_two(early, kPayload, [&] { rank0.engine().rename_comm(*comm, "limited"); });
+  rank0.send(FrameType::eager, kPayload);  // on the world: arrives after it
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  std::array<char, 16> got{};
+  auto recv = rank0.engine().irecv(comm, false, got.data(), got.size(), ANY_SOURCE, ANY_TAG);
+  EXPECT_FALSE(recv->done.load()) << "a message of a tag 'limited' refuses was received";
+  EXPECT_FALSE(rank0.engine().iprobe(*comm, false, ANY_SOURCE, ANY_TAG).has_value());
+  EXPECT_EQ(audit_records(rank0.audit_text(), "policy.deny").size(), 1u) << rank0.audit_text();
+}
+
 // The launcher's abort can come right behind the welcome, and the rank's start-up reads both
 // at once: the engine takes over what start-up read, so the abort is not lost (the rank
 // used to wire the mesh and run on until SIGTERM).
