@@ -864,12 +864,13 @@ Verdict CommDecisions::check(int peer, std::uint16_t op, bool collective_context
       member_[static_cast<std::size_t>(peer)] == 0) {
     return Verdict::deny_not_member;
   }
-  if ((op == 0) == collective_context) return Verdict::deny_op_context;
+  // An operation kind no collective has is forged, like one that does not fit its context.
+  if ((op == 0) == collective_context || op > kMaxOpKind) return Verdict::deny_op_context;
   if (rule_ < 0) return Verdict::deny_comm_unknown;
   if (peer_ok_[static_cast<std::size_t>(peer)] == 0) return Verdict::deny_segment;
   if (op == 0) {
     if (!any_tag_ && !ranges_contain(tags_, tag)) return Verdict::deny_tag;
-  } else if (op > kMaxOpKind || (ops_ & (1u << op)) == 0) {
+  } else if ((ops_ & (1u << op)) == 0) {
     return Verdict::deny_op;
   }
   if (bytes > max_bytes_) return Verdict::deny_size;

@@ -329,7 +329,8 @@ TEST(PolicyDecisions, CompiledTableAgreesAndRejectsForgedFrames) {
   // A collective kind on the point-to-point context (or the reverse) is forged.
   EXPECT_EQ(world->check(3, kBarrier, false, 0, 0), Verdict::deny_op_context);
   EXPECT_EQ(world->check(3, kP2p, true, 12, 0), Verdict::deny_op_context);
-  EXPECT_EQ(world->check(3, 999, true, 0, 0), Verdict::deny_op);
+  // So is a kind no collective has: refused in audit mode too, not a dry-run deny_op.
+  EXPECT_EQ(world->check(3, 999, true, 0, 0), Verdict::deny_op_context);
   EXPECT_EQ(world->check(8, kP2p, false, 12, 0), Verdict::deny_not_member);
   EXPECT_EQ(world->check(-1, kP2p, false, 12, 0), Verdict::deny_not_member);
 
@@ -342,6 +343,7 @@ TEST(PolicyDecisions, CompiledTableAgreesAndRejectsForgedFrames) {
   // only the rules, still refuses these on a communicator no rule names.
   EXPECT_EQ(nameless->check(1, kP2p, false, 0, 0), Verdict::deny_not_member);
   EXPECT_EQ(nameless->check(3, kBarrier, false, 0, 0), Verdict::deny_op_context);
+  EXPECT_EQ(nameless->check(3, 999, true, 0, 0), Verdict::deny_op_context);
 }
 
 TEST(PolicyDecisions, MembershipAndCommunicatorCreation) {
