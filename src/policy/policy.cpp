@@ -935,6 +935,8 @@ std::string Policy::summary(std::optional<int> ranks) const {
   }
   s << "communicators (first matching name wins; unnamed ones are denied):\n";
   if (comms_.empty()) s << "  (none: default deny)\n";
+  const int world_rule = comm_rule("world");
+  const int self_rule = comm_rule("self");
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     const auto& c = comms_[i];
     // The runtime creates world and self without a member check: their rule's "members" only
@@ -952,6 +954,19 @@ std::string Policy::summary(std::optional<int> ranks) const {
       // Rule i of the compiled document is comms_[i].
       const bool listed = document_.json.at("communicators").at(i).contains("members");
       members = listed ? "[] (none)" : "none (no 'members')";
+    }
+    // A pattern that matches world or self first is their rule too, and its members do not
+    // restrict them: say so, or "*" with "members": ["red"] reads as if world were red only.
+    const bool for_world = c.pattern != "world" && static_cast<int>(i) == world_rule;
+    const bool for_self = c.pattern != "self" && static_cast<int>(i) == self_rule;
+    if (for_world && for_self) {
+      members +=
+          " (world and self, which this rule also governs, keep their fixed members: "
+          "all ranks, the rank itself)";
+    } else if (for_world) {
+      members += " (world, which this rule also governs, keeps its fixed members: all ranks)";
+    } else if (for_self) {
+      members += " (self, which this rule also governs, keeps its fixed member: the rank itself)";
     }
     s << "  [" << i << "] " << c.pattern << ": members " << members << "; collectives "
       << ops_text(c.ops) << "; p2p tags "

@@ -424,6 +424,25 @@ TEST(PolicyDecisions, SummaryTellsFixedEmptyAndMissingMemberListsApart) {
       << summary;
 }
 
+// A pattern that is world's (or self's) rule governs it without its member check: the summary
+// must not read as if world had only the rule's members.
+TEST(PolicyDecisions, SummarySaysWhenAPatternIsWorldsRule) {
+  const auto summary = compile(R"({"version": 1, "groups": {"red": "0-1"}, "communicators": [
+      {"name": "*", "members": ["red"], "p2p_tags": "*"}]})")
+                           .summary(std::nullopt);
+  EXPECT_NE(summary.find("[0] *: members within one of red (world and self, which this rule "
+                         "also governs, keep their fixed members: all ranks, the rank itself);"),
+            std::string::npos)
+      << summary;
+  const auto world_only = compile(R"({"version": 1, "groups": {"red": "0-1"}, "communicators": [
+      {"name": "self"}, {"name": "w*", "members": ["red"]}]})")
+                              .summary(std::nullopt);
+  EXPECT_NE(world_only.find("[1] w*: members within one of red (world, which this rule also "
+                            "governs, keeps its fixed members: all ranks);"),
+            std::string::npos)
+      << world_only;
+}
+
 TEST(PolicyNames, PatternsMatchExactPrefixAndStar) {
   EXPECT_TRUE(name_matches("*", "world"));
   EXPECT_TRUE(name_matches("world*", "world.split.dup"));
