@@ -730,6 +730,7 @@ Status Engine::probe(const CommState& comm, bool collective, int source, int tag
 struct MatchedMessage {
   Engine::Unexpected message;
   bool received = false;  // guarded by the engine's mu_
+  std::uint64_t generation = 0;  // of its communicator's rules when taken (CommEntry)
 };
 
 std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int source,
@@ -742,7 +743,9 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
   }
   Probed probed;
   probed.status = status_of(comm, *it);
-  probed.message = std::make_shared<MatchedMessage>(MatchedMessage{std::move(*it)});
+  const CommEntry* entry = find_entry(it->context);
+  probed.message = std::make_shared<MatchedMessage>(
+      MatchedMessage{std::move(*it), false, entry != nullptr ? entry->generation : 0});
   unexpected_.erase(it);
   return probed;
 }
@@ -787,6 +790,16 @@ void Engine::restore_matched(MatchedMessage& matched) {
   std::lock_guard lock(mu_);
   if (matched.received) return;
   matched.received = true;
+  // Renamed while it was out of the queue: judged under the new name, as the queued messages
+  // were (rename_comm), before anything can match it.
+  if (renamed_since(matched.message.context, matched.generation)) {
+    if (const auto verdict =
+            refused_after_rename(*find_entry(matched.message.context), matched.message)) {
+      matched.message.refusal = *verdict;
+      answer_refused(matched.message, false);
+      return;
+    }
+  }
   // A receive posted while the message was taken found nothing: it gets it now.
   offer_unexpected(std::move(matched.message));
 }
@@ -1377,15 +1390,8 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
   // audit mode: that mode relaxes the policy, never MPI's own communicator semantics.
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
                        verdict == Verdict::deny_op_context;
-  if (audit::AuditLog* log = audit();
-      log != nullptr && (enforce || dry_run_audit_allowed(peer, context, verdict, direction))) {
-    audit::MessageRecord r = message_record("policy.deny", peer, context, op, tag, bytes, msg);
-    r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
-    r.success = false;
-    r.reason = policy::verdict_text(verdict);
-    r.direction = direction;
-    r.dry_run = !enforce;  // audit mode: logged, not enforced
-    log->message(r);
+  if (enforce || (audit() != nullptr && dry_run_audit_allowed(peer, context, verdict, direction))) {
+    audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, !enforce);
   }
   if (!enforce) return Admit::allow;
   if (std::string_view(direction) == "receive" && policy()->action() == policy::Action::abort &&
@@ -1400,6 +1406,20 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
         std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
   return Admit::deny;
+}
+
+void Engine::audit_denial(Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
+                          std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
+                          const char* direction, bool dry_run) {
+  audit::AuditLog* log = audit();
+  if (log == nullptr) return;
+  audit::MessageRecord r = message_record("policy.deny", peer, context, op, tag, bytes, msg);
+  r.comm = entry != nullptr ? std::string_view(entry->name) : std::string_view("?");
+  r.success = false;
+  r.reason = policy::verdict_text(verdict);
+  r.direction = direction;
+  r.dry_run = dry_run;  // audit mode: logged, not enforced
+  log->message(r);
 }
 
 bool Engine::dry_run_audit_allowed(int peer, std::uint32_t context, Verdict verdict,
@@ -1680,6 +1700,15 @@ void Engine::judge_queued(std::uint32_t base_context, Queued which) {
       ++it;
       continue;
     }
+    if (!undecided) {
+      if (const auto verdict = refused_after_rename(*entry, *it)) {
+        it->refusal = *verdict;
+        refused.splice(refused.end(), unexpected_, it++);
+      } else {
+        ++it;
+      }
+      continue;
+    }
     it->undecided = false;
     // Withdrawn by its sender (audited as dropped): nothing to admit or refuse, and a DENY
     // would answer a send that no longer exists. A receive that matches it fails.
@@ -1705,21 +1734,41 @@ void Engine::judge_queued(std::uint32_t base_context, Queued which) {
     it->refusal = verdict;
     refused.splice(refused.end(), unexpected_, it++);
   }
-  for (const Unexpected& message : refused) {
-    if (message.source == config_.world_rank) continue;
-    Peer* peer = peers_[static_cast<std::size_t>(message.source)].get();
-    if (peer == nullptr || peer->failed_) continue;
-    release_unexpected(*peer, message);
-    if (message.rendezvous) {
-      send_deny(*peer, message.rendezvous_id, false, message.refusal);
-    } else if (message.synchronous) {
-      send_deny(*peer, message.sync_id, true, message.refusal);
-    }
-    // Refusals decided late count like those decided on arrival (see admit).
-    if (!peer->failed_ && ++peer->refusals_ == kRefusalsBeforeCutoff) {
-      peer->violation_ = kCutOffAsHostile;  // names the cause in its failed queued sends too
-      fail_peer(*peer, peer->violation_reason());
-    }
+  // Refusals decided at registration count like those decided on arrival (see admit); those
+  // after a rename do not: their senders sent them while they were allowed.
+  for (const Unexpected& message : refused) answer_refused(message, undecided);
+}
+
+std::optional<policy::Verdict> Engine::refused_after_rename(const CommEntry& entry,
+                                                            const Unexpected& message) {
+  // Audit mode enforces only what a rename cannot change (membership, the operation kind's
+  // context); this rank's own messages were checked as it sent them; a withdrawn one is
+  // answered by its withdrawal.
+  if (!policy()->enforcing() || message.source == config_.world_rank ||
+      message.withdrawn != ErrorClass::success) {
+    return std::nullopt;
+  }
+  const Verdict verdict = entry.decisions->check(
+      message.source, message.op, (message.context & 1u) != 0, message.tag, message.bytes);
+  if (verdict == Verdict::allow) return std::nullopt;
+  audit_denial(verdict, &entry, message.source, message.context, message.op, message.tag,
+               message.bytes, message.msg_id, "receive", false);
+  return verdict;
+}
+
+void Engine::answer_refused(const Unexpected& message, bool count) {
+  if (message.source == config_.world_rank) return;
+  Peer* peer = peers_[static_cast<std::size_t>(message.source)].get();
+  if (peer == nullptr || peer->failed_) return;
+  release_unexpected(*peer, message);
+  if (message.rendezvous) {
+    send_deny(*peer, message.rendezvous_id, false, message.refusal);
+  } else if (message.synchronous) {
+    send_deny(*peer, message.sync_id, true, message.refusal);
+  }
+  if (count && !peer->failed_ && ++peer->refusals_ == kRefusalsBeforeCutoff) {
+    peer->violation_ = kCutOffAsHostile;  // names the cause in its failed queued sends too
+    fail_peer(*peer, peer->violation_reason());
   }
 }
 

@@ -502,6 +502,17 @@ class Engine {
   // admitted under its previous name. Refused ones are answered as on arrival.
   enum class Queued { undecided, admitted };
   void judge_queued(std::uint32_t base_context, Queued which);
+  // The verdict refusing a message admitted under its communicator's previous name (audited
+  // as policy.deny), or nullopt if the current rules admit it.
+  std::optional<policy::Verdict> refused_after_rename(const CommEntry& entry,
+                                                      const Unexpected& message);
+  // Answers a refused message that had been queued: gives its sender's budget back and sends
+  // a DENY if the sender waits; `count`: towards the sender's cut-off.
+  void answer_refused(const Unexpected& message, bool count);
+  // A policy.deny record.
+  void audit_denial(policy::Verdict verdict, const CommEntry* entry, int peer,
+                    std::uint32_t context, std::uint16_t op, int tag, std::uint64_t bytes,
+                    std::uint64_t msg, const char* direction, bool dry_run);
   // A message record's fields (the communicator's name looked up by context).
   audit::MessageRecord message_record(const char* action, int peer, std::uint32_t context,
                                       std::uint16_t op, int tag, std::uint64_t bytes,

@@ -1241,6 +1241,53 @@ TEST(EngineFrames, ARenameJudgesTheQueuedMessagesUnderTheNewName) {
   EXPECT_EQ(audit_records(rank0.audit_text(), "policy.deny").size(), 1u) << rank0.audit_text();
 }
 
+// A message taken by a matched probe and put back after a rename is judged under the new
+// name before anything can match it.
+TEST(EngineFrames, AMatchedMessagePutBackAfterARenameIsJudgedUnderTheNewName) {
+  EngineUnderAttack rank0({}, open_and_limited_policy());
+  rank0.engine().register_comm(*rank0.world());
+  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
+  rank0.engine().register_comm(*comm);
+  FrameHeader early;
+  early.type = FrameType::eager;
+  early.context = kRank0Context;
+  early.source = 1;
+  early.tag = 9;  // not allowed on "limited"
+  rank0.send(early, text_bytes("tag nine"));
+  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so is the first
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  auto probed = rank0.engine().improbe(*comm, ANY_SOURCE, ANY_TAG);
+  ASSERT_TRUE(probed.has_value() && probed->message != nullptr);
+  rank0.engine().rename_comm(*comm, "limited");
+  rank0.engine().restore_matched(*probed->message);  // dropped without being received
+  std::array<char, 16> got{};
+  auto recv = rank0.engine().irecv(comm, false, got.data(), got.size(), ANY_SOURCE, ANY_TAG);
+  EXPECT_FALSE(recv->done.load()) << "a message of a tag 'limited' refuses was received";
+  EXPECT_EQ(audit_records(rank0.audit_text(), "policy.deny").size(), 1u) << rank0.audit_text();
+}
+
+// This rank's own messages were checked as it sent them: a rename does not refuse them (a
+// synchronous send to itself would otherwise never complete).
+TEST(EngineFrames, ARenameLeavesThisRanksOwnQueuedMessages) {
+  EngineUnderAttack rank0({}, open_and_limited_policy());
+  rank0.engine().register_comm(*rank0.world());
+  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
+  rank0.engine().register_comm(*comm);
+  const std::string text = "to myself";
+  auto send =
+      rank0.engine().isend(*comm, detail::OpKind::p2p, text.data(), text.size(), 0, 9, true);
+  rank0.engine().rename_comm(*comm, "limited");
+  std::array<char, 16> got{};
+  auto recv = rank0.engine().irecv(comm, false, got.data(), got.size(), 0, 9);
+  rank0.wait(*recv);
+  rank0.wait(*send);
+  EXPECT_EQ(recv->status.error, ErrorClass::success) << recv->error_message;
+  EXPECT_EQ(send->status.error, ErrorClass::success) << send->error_message;
+}
+
 // The same for a message whose payload was still being read when the rename came.
 TEST(EngineFrames, ARenameJudgesAMessageBeingReadUnderTheNewName) {
   EngineUnderAttack rank0({}, open_and_limited_policy());
