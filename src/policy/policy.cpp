@@ -709,8 +709,8 @@ Decision Policy::decide(const MessageQuery& q) const {
                 : "/segmentation/" + std::to_string(seg) + " (between " +
                       segments_[static_cast<std::size_t>(seg)].a + " and " +
                       segments_[static_cast<std::size_t>(seg)].b + ")";
-  if (q.op > kMaxOpKind) {
-    d.verdict = Verdict::deny_op;
+  if (q.op > kMaxOpKind) {  // forged, as the compiled table says (CommDecisions::check)
+    d.verdict = Verdict::deny_op_context;
     d.rule = rule_path;
     d.explanation = "unknown operation kind " + std::to_string(q.op);
     return d;

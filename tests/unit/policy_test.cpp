@@ -331,6 +331,7 @@ TEST(PolicyDecisions, CompiledTableAgreesAndRejectsForgedFrames) {
   EXPECT_EQ(world->check(3, kP2p, true, 12, 0), Verdict::deny_op_context);
   // So is a kind no collective has: refused in audit mode too, not a dry-run deny_op.
   EXPECT_EQ(world->check(3, 999, true, 0, 0), Verdict::deny_op_context);
+  EXPECT_EQ(p.decide({3, 2, "world", 999, 0, 0}).verdict, Verdict::deny_op_context);
   EXPECT_EQ(world->check(8, kP2p, false, 12, 0), Verdict::deny_not_member);
   EXPECT_EQ(world->check(-1, kP2p, false, 12, 0), Verdict::deny_not_member);
 
