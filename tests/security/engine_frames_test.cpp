@@ -1136,6 +1136,16 @@ TEST(EngineFrames, RefusalsDecidedAtRegistrationCountTowardsTheCutOff) {
       << next->error_message;
 }
 
+// Sends a message on the world behind what was sent before and receives it: once it is here,
+// so is everything sent before it.
+void receive_world_marker(EngineUnderAttack& rank0) {
+  rank0.send(FrameType::eager, kPayload);
+  std::array<char, 16> buffer{};
+  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
+  rank0.wait(*marker);
+  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+}
+
 // Refused messages decided together (at registration) are each answered with their own
 // reason, not the reason of the last one decided.
 TEST(EngineFrames, EachDenyNamesItsOwnMessagesReason) {
@@ -1160,11 +1170,7 @@ TEST(EngineFrames, EachDenyNamesItsOwnMessagesReason) {
   early.tag = 5;  // allowed, but too large
   early.aux = 102;
   rank0.send(early, text_bytes("ten bytes!"));
-  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so are they
-  std::array<char, 16> buffer{};
-  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
-  rank0.wait(*marker);
-  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  receive_world_marker(rank0);  // once it is here, so are they
   auto limited =
       std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "limited");
   rank0.engine().register_comm(*limited);
@@ -1212,11 +1218,7 @@ TEST(EngineFrames, ARenameJudgesTheQueuedMessagesUnderTheNewName) {
   early.flags = 0;
   early.tag = 5;
   rank0.send(early, text_bytes("tag five"));
-  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so are they
-  std::array<char, 16> buffer{};
-  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
-  rank0.wait(*marker);
-  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  receive_world_marker(rank0);  // once it is here, so are they
   auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
   rank0.engine().register_comm(*comm);  // both admitted under "open"
   rank0.engine().rename_comm(*comm, "limited");
@@ -1241,24 +1243,34 @@ TEST(EngineFrames, ARenameJudgesTheQueuedMessagesUnderTheNewName) {
   EXPECT_EQ(audit_records(rank0.audit_text(), "policy.deny").size(), 1u) << rank0.audit_text();
 }
 
+// Rank 0 under open_and_limited_policy(), with an "open" communicator of ranks 0 and 1.
+struct RenameScene {
+  EngineUnderAttack rank0{{}, open_and_limited_policy()};
+  std::shared_ptr<detail::CommState> comm =
+      std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
+  RenameScene() {
+    rank0.engine().register_comm(*rank0.world());
+    rank0.engine().register_comm(*comm);
+  }
+  // An eager message from rank 1 on it, of a tag "limited" does not allow.
+  static FrameHeader tag_nine() {
+    FrameHeader h;
+    h.type = FrameType::eager;
+    h.context = kRank0Context;
+    h.source = 1;
+    h.tag = 9;
+    return h;
+  }
+};
+
 // A message taken by a matched probe and put back after a rename is judged under the new
 // name before anything can match it.
 TEST(EngineFrames, AMatchedMessagePutBackAfterARenameIsJudgedUnderTheNewName) {
-  EngineUnderAttack rank0({}, open_and_limited_policy());
-  rank0.engine().register_comm(*rank0.world());
-  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
-  rank0.engine().register_comm(*comm);
-  FrameHeader early;
-  early.type = FrameType::eager;
-  early.context = kRank0Context;
-  early.source = 1;
-  early.tag = 9;  // not allowed on "limited"
-  rank0.send(early, text_bytes("tag nine"));
-  rank0.send(FrameType::eager, kPayload);  // on the world: once it is here, so is the first
-  std::array<char, 16> buffer{};
-  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
-  rank0.wait(*marker);
-  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  RenameScene scene;
+  auto& rank0 = scene.rank0;
+  auto& comm = scene.comm;
+  rank0.send(RenameScene::tag_nine(), text_bytes("tag nine"));
+  receive_world_marker(rank0);  // once it is here, so is the first
   auto probed = rank0.engine().improbe(*comm, ANY_SOURCE, ANY_TAG);
   ASSERT_TRUE(probed.has_value() && probed->message != nullptr);
   rank0.engine().rename_comm(*comm, "limited");
@@ -1272,10 +1284,9 @@ TEST(EngineFrames, AMatchedMessagePutBackAfterARenameIsJudgedUnderTheNewName) {
 // This rank's own messages were checked as it sent them: a rename does not refuse them (a
 // synchronous send to itself would otherwise never complete).
 TEST(EngineFrames, ARenameLeavesThisRanksOwnQueuedMessages) {
-  EngineUnderAttack rank0({}, open_and_limited_policy());
-  rank0.engine().register_comm(*rank0.world());
-  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
-  rank0.engine().register_comm(*comm);
+  RenameScene scene;
+  auto& rank0 = scene.rank0;
+  auto& comm = scene.comm;
   const std::string text = "to myself";
   auto send =
       rank0.engine().isend(*comm, detail::OpKind::p2p, text.data(), text.size(), 0, 9, true);
@@ -1288,23 +1299,15 @@ TEST(EngineFrames, ARenameLeavesThisRanksOwnQueuedMessages) {
   EXPECT_EQ(send->status.error, ErrorClass::success) << send->error_message;
 }
 
-// The same for a message whose payload was still being read when the rename came.
+// A message whose payload was still being read when the rename came is judged under the new
+// name too, at the end of its frame.
 TEST(EngineFrames, ARenameJudgesAMessageBeingReadUnderTheNewName) {
-  EngineUnderAttack rank0({}, open_and_limited_policy());
-  rank0.engine().register_comm(*rank0.world());
-  auto comm = std::make_shared<detail::CommState>(kRank0Context, std::vector<int>{0, 1}, 0, "open");
-  rank0.engine().register_comm(*comm);
-  FrameHeader early;
-  early.type = FrameType::eager;
-  early.context = kRank0Context;
-  early.source = 1;
-  early.tag = 9;  // not allowed on "limited"
-  rank0.send_in_two(early, kPayload, [&] { rank0.engine().rename_comm(*comm, "limited"); });
-  rank0.send(FrameType::eager, kPayload);  // on the world: arrives after it
-  std::array<char, 16> buffer{};
-  auto marker = rank0.engine().irecv(rank0.world(), false, buffer.data(), buffer.size(), 1, kTag);
-  rank0.wait(*marker);
-  ASSERT_EQ(marker->status.error, ErrorClass::success) << marker->error_message;
+  RenameScene scene;
+  auto& rank0 = scene.rank0;
+  auto& comm = scene.comm;
+  rank0.send_in_two(RenameScene::tag_nine(), kPayload,
+                    [&] { rank0.engine().rename_comm(*comm, "limited"); });
+  receive_world_marker(rank0);  // arrives after it
   std::array<char, 16> got{};
   auto recv = rank0.engine().irecv(comm, false, got.data(), got.size(), ANY_SOURCE, ANY_TAG);
   EXPECT_FALSE(recv->done.load()) << "a message of a tag 'limited' refuses was received";
