@@ -1741,18 +1741,26 @@ void Engine::judge_queued(std::uint32_t base_context, Queued which) {
 
 std::optional<policy::Verdict> Engine::refused_after_rename(const CommEntry& entry,
                                                             const Unexpected& message) {
-  // Audit mode enforces only what a rename cannot change (membership, the operation kind's
-  // context); this rank's own messages were checked as it sent them; a withdrawn one is
-  // answered by its withdrawal.
-  if (!policy()->enforcing() || message.source == config_.world_rank ||
-      message.withdrawn != ErrorClass::success) {
+  // This rank's own messages were checked as it sent them; a withdrawn one is answered by its
+  // withdrawal.
+  if (message.source == config_.world_rank || message.withdrawn != ErrorClass::success) {
     return std::nullopt;
   }
-  const Verdict verdict = entry.decisions->check(
-      message.source, message.op, (message.context & 1u) != 0, message.tag, message.bytes);
+  return refused_after_rename(entry, message.source, message.context, message.op, message.tag,
+                              message.bytes, message.msg_id);
+}
+
+std::optional<policy::Verdict> Engine::refused_after_rename(const CommEntry& entry, int source,
+                                                            std::uint32_t context, std::uint16_t op,
+                                                            int tag, std::uint64_t bytes,
+                                                            std::uint64_t msg) {
+  // Audit mode enforces only what a rename cannot change (membership, the operation kind's
+  // context). A refusal is audited, but neither counted towards the sender's cut-off nor an
+  // abort: the message was allowed when it was sent.
+  if (!policy()->enforcing()) return std::nullopt;
+  const Verdict verdict = entry.decisions->check(source, op, (context & 1u) != 0, tag, bytes);
   if (verdict == Verdict::allow) return std::nullopt;
-  audit_denial(verdict, &entry, message.source, message.context, message.op, message.tag,
-               message.bytes, message.msg_id, "receive", false);
+  audit_denial(verdict, &entry, source, context, op, tag, bytes, msg, "receive", false);
   return verdict;
 }
 
@@ -2039,9 +2047,13 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         // Its communicator was renamed while the payload was read: judged again under the
         // new name, as the queued messages were (rename_comm). (A receive posted before the
         // rename takes it all the same.)
-        inflight_admit_ = e.admit(*this, header);
-        if (inflight_admit_ == Admit::deny || cut_off()) inflight_unexpected_.reset();
-        if (cut_off()) return errc::frame_unexpected;
+        if (const auto verdict =
+                e.refused_after_rename(*e.find_entry(header.context), world_rank_, header.context,
+                                       header.op, header.tag, header.length, header.sequence)) {
+          inflight_admit_ = Admit::deny;
+          last_refusal_ = *verdict;  // the DENY's reason
+          inflight_unexpected_.reset();
+        }
       }
       if (inflight_admit_ == Admit::deny) {
         inflight_admit_ = Admit::allow;

@@ -506,6 +506,10 @@ class Engine {
   // as policy.deny), or nullopt if the current rules admit it.
   std::optional<policy::Verdict> refused_after_rename(const CommEntry& entry,
                                                       const Unexpected& message);
+  std::optional<policy::Verdict> refused_after_rename(const CommEntry& entry, int source,
+                                                      std::uint32_t context, std::uint16_t op,
+                                                      int tag, std::uint64_t bytes,
+                                                      std::uint64_t msg);
   // Answers a refused message that had been queued: gives its sender's budget back and sends
   // a DENY if the sender waits; `count`: towards the sender's cut-off.
   void answer_refused(const Unexpected& message, bool count);
