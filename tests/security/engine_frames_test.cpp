@@ -1292,11 +1292,27 @@ TEST(EngineFrames, ARenameLeavesThisRanksOwnQueuedMessages) {
       rank0.engine().isend(*comm, detail::OpKind::p2p, text.data(), text.size(), 0, 9, true);
   rank0.engine().rename_comm(*comm, "limited");
   std::array<char, 16> got{};
+  // Delivered within irecv, which completes the synchronous send too (no wait: a message to
+  // itself that never came would leave nothing for a timeout to fail).
   auto recv = rank0.engine().irecv(comm, false, got.data(), got.size(), 0, 9);
-  rank0.wait(*recv);
-  rank0.wait(*send);
+  ASSERT_TRUE(recv->done.load()) << "this rank's own message was refused at the rename";
+  ASSERT_TRUE(send->done.load());
   EXPECT_EQ(recv->status.error, ErrorClass::success) << recv->error_message;
   EXPECT_EQ(send->status.error, ErrorClass::success) << send->error_message;
+}
+
+// Refusals at a rename are not the sender's doing (its messages were allowed when sent):
+// they do not count towards its cut-off.
+TEST(EngineFrames, RefusalsAtARenameDoNotCutTheSenderOff) {
+  RenameScene scene;
+  auto& rank0 = scene.rank0;
+  for (std::uint32_t i = 0; i < detail::Engine::kRefusalsBeforeCutoff; ++i) {
+    rank0.send(RenameScene::tag_nine(), {});
+  }
+  receive_world_marker(rank0);                         // once it is here, so are they
+  rank0.engine().rename_comm(*scene.comm, "limited");  // refuses every one of them
+  receive_world_marker(rank0);                         // rank 1 is still a peer
+  EXPECT_EQ(audit_records(rank0.audit_text(), "peer.failure").size(), 0u) << rank0.audit_text();
 }
 
 // A message whose payload was still being read when the rename came is judged under the new
