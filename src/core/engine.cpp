@@ -743,9 +743,9 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
   }
   Probed probed;
   probed.status = status_of(comm, *it);
-  const CommEntry* entry = find_entry(it->context);
-  probed.message = std::make_shared<MatchedMessage>(
-      MatchedMessage{std::move(*it), false, entry != nullptr ? entry->generation : 0});
+  const std::uint64_t generation = rules_generation(it->context);
+  probed.message =
+      std::make_shared<MatchedMessage>(MatchedMessage{std::move(*it), false, generation});
   unexpected_.erase(it);
   return probed;
 }
@@ -793,8 +793,7 @@ void Engine::restore_matched(MatchedMessage& matched) {
   // Renamed while it was out of the queue: judged under the new name, as the queued messages
   // were (rename_comm), before anything can match it.
   if (renamed_since(matched.message.context, matched.generation)) {
-    if (const auto verdict =
-            refused_after_rename(*find_entry(matched.message.context), matched.message)) {
+    if (const auto verdict = refused_after_rename(matched.message)) {
       matched.message.refusal = *verdict;
       answer_refused(matched.message, false);
       return;
@@ -1701,7 +1700,7 @@ void Engine::judge_queued(std::uint32_t base_context, Queued which) {
       continue;
     }
     if (!undecided) {
-      if (const auto verdict = refused_after_rename(*entry, *it)) {
+      if (const auto verdict = refused_after_rename(*it)) {
         it->refusal = *verdict;
         refused.splice(refused.end(), unexpected_, it++);
       } else {
@@ -1739,28 +1738,28 @@ void Engine::judge_queued(std::uint32_t base_context, Queued which) {
   for (const Unexpected& message : refused) answer_refused(message, undecided);
 }
 
-std::optional<policy::Verdict> Engine::refused_after_rename(const CommEntry& entry,
-                                                            const Unexpected& message) {
+std::optional<policy::Verdict> Engine::refused_after_rename(const Unexpected& message) {
   // This rank's own messages were checked as it sent them; a withdrawn one is answered by its
   // withdrawal.
   if (message.source == config_.world_rank || message.withdrawn != ErrorClass::success) {
     return std::nullopt;
   }
-  return refused_after_rename(entry, message.source, message.context, message.op, message.tag,
+  return refused_after_rename(message.source, message.context, message.op, message.tag,
                               message.bytes, message.msg_id);
 }
 
-std::optional<policy::Verdict> Engine::refused_after_rename(const CommEntry& entry, int source,
-                                                            std::uint32_t context, std::uint16_t op,
-                                                            int tag, std::uint64_t bytes,
+std::optional<policy::Verdict> Engine::refused_after_rename(int source, std::uint32_t context,
+                                                            std::uint16_t op, int tag,
+                                                            std::uint64_t bytes,
                                                             std::uint64_t msg) {
   // Audit mode enforces only what a rename cannot change (membership, the operation kind's
   // context). A refusal is audited, but neither counted towards the sender's cut-off nor an
   // abort: the message was allowed when it was sent.
-  if (!policy()->enforcing()) return std::nullopt;
-  const Verdict verdict = entry.decisions->check(source, op, (context & 1u) != 0, tag, bytes);
+  const CommEntry* entry = find_entry(context);
+  if (!policy()->enforcing() || entry == nullptr) return std::nullopt;
+  const Verdict verdict = entry->decisions->check(source, op, (context & 1u) != 0, tag, bytes);
   if (verdict == Verdict::allow) return std::nullopt;
-  audit_denial(verdict, &entry, source, context, op, tag, bytes, msg, "receive", false);
+  audit_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive", false);
   return verdict;
 }
 
@@ -1942,8 +1941,7 @@ std::span<std::uint8_t> Engine::Peer::payload_buffer(const FrameHeader& header) 
         return {};
       }
       inflight_admit_ = engine_.admit(*this, header);
-      const CommEntry* entry = engine_.find_entry(header.context);
-      inflight_generation_ = entry != nullptr ? entry->generation : 0;
+      inflight_generation_ = engine_.rules_generation(header.context);
       if (cut_off()) return {};
       if (inflight_admit_ == Admit::deny) {
         // Read the payload off the stream (framing must continue) and drop it.
@@ -2048,8 +2046,8 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
         // new name, as the queued messages were (rename_comm). (A receive posted before the
         // rename takes it all the same.)
         if (const auto verdict =
-                e.refused_after_rename(*e.find_entry(header.context), world_rank_, header.context,
-                                       header.op, header.tag, header.length, header.sequence)) {
+                e.refused_after_rename(world_rank_, header.context, header.op, header.tag,
+                                       header.length, header.sequence)) {
           inflight_admit_ = Admit::deny;
           last_refusal_ = *verdict;  // the DENY's reason
           inflight_unexpected_.reset();

@@ -474,10 +474,15 @@ class Engine {
   // Policy and audit (mu_ held).
   const CommEntry& entry_for(const CommState& comm);  // the rules, compiled if missing
   const CommEntry* find_entry(std::uint32_t context) const noexcept;
-  // True if the communicator of `context` was compiled again since rules of `generation`.
-  bool renamed_since(std::uint32_t context, std::uint64_t generation) const noexcept {
+  // The generation of the rules of `context`'s communicator (CommEntry; 0: not registered).
+  std::uint64_t rules_generation(std::uint32_t context) const noexcept {
     const CommEntry* entry = find_entry(context);
-    return generation != 0 && entry != nullptr && entry->generation != generation;
+    return entry != nullptr ? entry->generation : 0;
+  }
+  // True if the communicator of `context` was compiled again since rules of `generation`.
+  // (Entries are never removed: a registered communicator stays registered.)
+  bool renamed_since(std::uint32_t context, std::uint64_t generation) const noexcept {
+    return generation != 0 && rules_generation(context) != generation;
   }
   CommEntry& compile_entry(const CommState& comm, const std::string& name);
   Admit admit(Peer& peer, const transport::FrameHeader& header);
@@ -504,12 +509,10 @@ class Engine {
   void judge_queued(std::uint32_t base_context, Queued which);
   // The verdict refusing a message admitted under its communicator's previous name (audited
   // as policy.deny), or nullopt if the current rules admit it.
-  std::optional<policy::Verdict> refused_after_rename(const CommEntry& entry,
-                                                      const Unexpected& message);
-  std::optional<policy::Verdict> refused_after_rename(const CommEntry& entry, int source,
-                                                      std::uint32_t context, std::uint16_t op,
-                                                      int tag, std::uint64_t bytes,
-                                                      std::uint64_t msg);
+  std::optional<policy::Verdict> refused_after_rename(const Unexpected& message);
+  std::optional<policy::Verdict> refused_after_rename(int source, std::uint32_t context,
+                                                      std::uint16_t op, int tag,
+                                                      std::uint64_t bytes, std::uint64_t msg);
   // Answers a refused message that had been queued: gives its sender's budget back and sends
   // a DENY if the sender waits; `count`: towards the sender's cut-off.
   void answer_refused(const Unexpected& message, bool count);
