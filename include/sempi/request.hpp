@@ -36,13 +36,22 @@ namespace detail {
 struct RequestState;
 }
 
-/// A nonblocking operation. Copies share it. Dropping the last copy of an unfinished
-/// collective's Request abandons this rank's part (its peers' calls fail, naming why), and the
-/// destructor returns only once nothing of the collective still uses the buffers it was given
-/// (so it must not be dropped from inside that collective's own reduction operation).
+/// A nonblocking operation. Copies share it. When the last copy of an unfinished Request goes,
+/// the operation stops using the buffers it was given before the destructor returns, so they
+/// may be freed next:
+///  - a receive that has not matched is cancelled; one whose data is arriving is waited for;
+///  - a send goes on from a copy of its data taken then (as after MPI_Request_free);
+///  - a collective: this rank's part is abandoned (its peers' calls fail, naming why), and the
+///    destructor returns once nothing of the collective still uses the buffers (so it must not
+///    be dropped from inside that collective's own reduction operation).
 class [[nodiscard]] Request {
  public:
   Request() = default;  ///< the null request; wait() returns at once
+  Request(const Request& other) noexcept;
+  Request(Request&& other) noexcept = default;
+  Request& operator=(const Request& other) noexcept;
+  Request& operator=(Request&& other) noexcept;
+  ~Request();
 
   /// Blocks until the operation completes. Throws sempi::RequestError if it failed (e.g.
   /// truncation, a failed peer, policy denial). Waiting again returns the same status.
@@ -69,12 +78,12 @@ class [[nodiscard]] Request {
   [[nodiscard]] const std::shared_ptr<detail::RequestState>& state() const { return state_; }
 
  private:
+  // This copy goes: the last one abandons an unfinished operation, on this thread. Copies are
+  // counted in the state (RequestState::user_copies), not by its owners: the engine and
+  // another thread's progress may hold the state a while longer.
+  void release() noexcept;
+
   std::shared_ptr<detail::RequestState> state_;
-  // A nonblocking collective's, shared by the copies of this Request: when the last copy goes,
-  // on that thread, an unfinished collective is abandoned, and the destructor returns once
-  // nothing of it touches the application's buffers. Not tied to state_'s lifetime: another
-  // thread's progress may hold the state a while longer.
-  std::shared_ptr<void> abandon_on_last_copy_;
 };
 
 }  // namespace sempi

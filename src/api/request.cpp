@@ -52,29 +52,54 @@ bool any_driven(std::span<const Request> requests) {
   });
 }
 
-// Held by the copies of a nonblocking collective's Request (Request::abandon_on_last_copy_).
-// It keeps the state too: assigning to a Request may release its state_ before this.
-class AbandonOnLastCopy {
- public:
-  explicit AbandonOnLastCopy(std::shared_ptr<detail::RequestState> state)
-      : state_(std::move(state)) {}
-  AbandonOnLastCopy(const AbandonOnLastCopy&) = delete;
-  AbandonOnLastCopy& operator=(const AbandonOnLastCopy&) = delete;
-  ~AbandonOnLastCopy() { state_->driver->abandon(); }
-
- private:
-  std::shared_ptr<detail::RequestState> state_;
-};
+// Counts a new copy of a Request for `state` (RequestState::user_copies). Only while the
+// request is unfinished: once it is done nothing is abandoned, so the count no longer matters
+// and a blocking call's Request, done before the caller sees it, costs no atomic operation.
+void count_copy(detail::RequestState* state) noexcept {
+  if (state != nullptr && !state->done.load(std::memory_order_acquire)) {
+    state->user_copies.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 }  // namespace
 
 Request::Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {
-  if (!state_ || !state_->driver) return;
-  try {
-    abandon_on_last_copy_ = std::make_shared<AbandonOnLastCopy>(state_);
-  } catch (...) {
-    state_->driver->abandon();  // on this thread, before the caller hears of the failure
-    throw;
+  count_copy(state_.get());
+}
+
+Request::Request(const Request& other) noexcept : state_(other.state_) { count_copy(state_.get()); }
+
+Request& Request::operator=(const Request& other) noexcept {
+  if (this != &other) {
+    count_copy(other.state_.get());  // first: the two may share a state that this last copy holds
+    release();
+    state_ = other.state_;
+  }
+  return *this;
+}
+
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    release();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Request::~Request() { release(); }
+
+void Request::release() noexcept {
+  if (!state_) return;
+  const auto state = std::move(state_);  // this copy is gone, whatever happens below
+  // A copy made while unfinished was counted; one released once done needs nothing.
+  if (state->done.load(std::memory_order_acquire) ||
+      state->user_copies.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    return;
+  }
+  if (state->driver) {
+    state->driver->abandon();
+  } else if (auto* runtime = detail::Runtime::current()) {
+    runtime->engine().abandon(*state);
   }
 }
 

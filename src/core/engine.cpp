@@ -456,6 +456,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
       id = *sent;
       complete(*request);
     } else {
+      request->buffer = const_cast<std::uint8_t*>(data);  // for abandon(): the frame reads it
+      request->capacity = bytes;
       request->pending_parts = 1;
       if (synchronous) {
         header.flags = flags::kSynchronous;
@@ -477,6 +479,8 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
     id = peer->channel_->enqueue(header, {}, nullptr);
     peer->send_rendezvous_[id] =
         SendRendezvous{request, data, bytes, context, tag, 0, header.op, sequence};
+    request->buffer = const_cast<std::uint8_t*>(data);  // for abandon(): the data frames read it
+    request->capacity = bytes;
     request->pending_parts = 1;
   }
   flush_peer(*peer);
@@ -623,6 +627,10 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
 
 bool Engine::cancel(RequestState& request) {
   std::lock_guard lock(mu_);
+  return cancel_locked(request);
+}
+
+bool Engine::cancel_locked(RequestState& request) {
   if (request.kind != RequestKind::recv || request.matched || request.done.load()) return false;
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (it->get() == &request) {
@@ -634,6 +642,40 @@ bool Engine::cancel(RequestState& request) {
     }
   }
   return false;
+}
+
+void Engine::abandon(RequestState& request) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    if (request.done.load(std::memory_order_relaxed)) return;
+    if (request.kind == RequestKind::send) {
+      // Frames not yet handed to TLS read the buffer, a rendezvous send's DATA frames all of
+      // it once the CTS comes (which may be never): they read a copy instead. Nothing to do
+      // for a send to this rank (the data was copied) or one whose frames were all taken.
+      const auto* data = static_cast<const std::uint8_t*>(request.buffer);
+      Peer* peer = request.peer_hint >= 0 && request.peer_hint != config_.world_rank
+                       ? peers_[static_cast<std::size_t>(request.peer_hint)].get()
+                       : nullptr;
+      if (data == nullptr || peer == nullptr || request.abandoned_copy) return;
+      try {
+        auto copy = std::make_unique<std::uint8_t[]>(request.capacity);
+        copy_bytes(copy.get(), data, request.capacity);
+        for (auto& [id, transfer] : peer->send_rendezvous_) {
+          if (transfer.request.get() == &request) transfer.data = copy.get();
+        }
+        peer->channel_->move_payloads({data, request.capacity}, copy.get());
+        request.buffer = copy.get();
+        request.abandoned_copy = std::move(copy);
+        return;
+      } catch (...) {
+        // No memory for the copy: wait for the send to finish with the buffer instead.
+      }
+    } else if (cancel_locked(request)) {
+      return;
+    }
+  }
+  // A receive whose data is arriving: it lands, or the peer fails.
+  wait(request);
 }
 
 std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t context,

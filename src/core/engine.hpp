@@ -194,6 +194,11 @@ class Engine {
                                                 const std::shared_ptr<const CommState>& comm,
                                                 void* buf, std::size_t capacity);
   bool cancel(RequestState& request);
+  /// The application dropped its last copy of this unfinished point-to-point request
+  /// (sempi::Request): returns once nothing of it uses the application's buffer. An unmatched
+  /// receive is cancelled and one whose data is arriving is waited for; a send's remaining
+  /// frames read a copy of its data from now on (it completes in the background).
+  void abandon(RequestState& request) noexcept;
 
   /// Blocks until the request is done (never throws; inspect the state afterwards).
   void wait(const RequestState& request);
@@ -453,6 +458,8 @@ class Engine {
   // writes what is queued for it.
   void service_peer(Peer& peer, bool readable);
   void send_control(Peer& peer, transport::FrameType type, std::uint64_t aux);
+  // cancel() with mu_ held.
+  bool cancel_locked(RequestState& request);
   void send_rendezvous_data(Peer& peer, SendRendezvous& transfer);
   void finish_receive(RequestState& request, int source_world, int tag, std::uint64_t bytes);
   void flush_peer(Peer& peer);

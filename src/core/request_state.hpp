@@ -48,7 +48,8 @@ struct RequestState {
   Status status;
   std::string error_message;  // set when status.error != success
 
-  // Receive: what may match, and where the data goes.
+  // Receive: what may match, and where the data goes. Send: the application's data, while
+  // frames still read it (set only when the send does not complete at once).
   std::shared_ptr<const CommState> comm;
   std::uint32_t context = 0;
   int source_world = -1;  // ANY_SOURCE or a world rank
@@ -64,6 +65,9 @@ struct RequestState {
 
   // Send: parts still outstanding (frame written, synchronous acknowledgement, ...).
   int pending_parts = 0;
+  // The sempi::Request copies the application holds (Request::release): the last one gone
+  // while the request is unfinished abandons it (Engine::abandon, RequestDriver::abandon).
+  std::atomic<std::uint32_t> user_copies{0};
 
   // The world rank whose channel this request waits on (-1: any or none). A waiter spins by
   // reading that channel directly (Engine::wait).
@@ -73,6 +77,9 @@ struct RequestState {
   // Collective (kind == collective): advanced by the application's waits (see RequestDriver),
   // never by the engine's own thread.
   std::shared_ptr<RequestDriver> driver;
+  // A send abandoned while its frames still read the application's buffer: the copy they read
+  // instead (Engine::abandon).
+  std::unique_ptr<std::uint8_t[]> abandoned_copy;
 };
 
 }  // namespace sempi::detail

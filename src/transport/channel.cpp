@@ -462,6 +462,15 @@ std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t>
   return header.sequence;
 }
 
+void Channel::move_payloads(std::span<const std::uint8_t> from, const std::uint8_t* to) noexcept {
+  const auto begin = reinterpret_cast<std::uintptr_t>(from.data());
+  for (Outbound& item : outbound_) {
+    const auto at = reinterpret_cast<std::uintptr_t>(item.large.data());
+    if (item.large.empty() || at < begin || at - begin + item.large.size() > from.size()) continue;
+    item.large = {to + (at - begin), item.large.size()};
+  }
+}
+
 std::optional<std::uint64_t> Channel::send_now(FrameHeader header,
                                                std::span<const std::uint8_t> payload) {
   if (failed() || !outbound_.empty() || payload.size() > kCopyThreshold) return std::nullopt;

@@ -155,6 +155,9 @@ class Channel {
   /// failed, or the payload is large): the caller then uses enqueue(). As with enqueue(), the
   /// records may wait in the socket BIO until flush().
   std::optional<std::uint64_t> send_now(FrameHeader header, std::span<const std::uint8_t> payload);
+  /// Queued frames whose payload lies in `from` read it from the same place in `to` (a copy
+  /// of `from`) from now on: the caller is about to give `from` up.
+  void move_payloads(std::span<const std::uint8_t> from, const std::uint8_t* to) noexcept;
   /// Writes queued frames without blocking. Returns the channel failure, if any.
   std::error_code flush();
   /// True while queued bytes remain; the caller waits for writability.

@@ -241,6 +241,34 @@ void many_requests(const sempi::Communicator& world) {
   }
 }
 
+// Dropping the last copy of an unfinished Request frees its buffers: a receive that has not
+// matched is cancelled (its message goes to the next receive), and a rendezvous send with no
+// CTS yet goes on from a copy of its data as it was at the drop.
+void dropped_requests(const sempi::Communicator& world) {
+  const int rank = world.rank(), size = world.size();
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  constexpr std::size_t kLarge = 1 << 20;  // above the eager limit
+  {
+    std::vector<int> gone(4, -1);
+    auto dropped = world.irecv(gone, left, 1);
+  }
+  std::vector<std::uint8_t> big(kLarge, static_cast<std::uint8_t>(rank + 1));
+  { auto dropped = world.isend(big, right, 2); }
+  std::fill(big.begin(), big.end(), std::uint8_t{0xEE});  // the drop took what is sent
+  world.barrier();  // every rank dropped its receive before any message for it is sent
+  world.send(std::vector<int>{rank, 1, 2, 3}, right, 1);
+  std::vector<int> in(4, -1);
+  auto receive = world.irecv(in, left, 1);
+  // The dropped receive, if it still matched, would take the message: fail, do not hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!receive.test()) CHECK(std::chrono::steady_clock::now() < deadline);
+  CHECK(in == (std::vector<int>{left, 1, 2, 3}));
+  std::vector<std::uint8_t> got(kLarge);
+  (void)world.recv(got, left, 2);
+  CHECK(std::all_of(got.begin(), got.end(),
+                    [&](std::uint8_t b) { return b == static_cast<std::uint8_t>(left + 1); }));
+}
+
 void threads(const sempi::Communicator& world) {
   const int rank = world.rank(), size = world.size();
   constexpr int kThreads = 4, kMessages = 200;
@@ -734,14 +762,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, std::function<void(const sempi::Communicator&)>> checks = {
-      {"environment", check_environment}, {"ring", ring},
-      {"allpairs", all_pairs},            {"wildcards", wildcards},
-      {"ordering", ordering},             {"probe", probe_and_sendrecv},
-      {"split", split_and_dup},           {"requests", many_requests},
-      {"threads", threads},               {"edge", edge_cases},
-      {"backpressure", backpressure},     {"sidechannel", side_channel},
-      {"keyheap", key_heap},              {"overbudget", over_budget},
-      {"selfwake", self_wake}};
+      {"environment", check_environment},
+      {"ring", ring},
+      {"allpairs", all_pairs},
+      {"wildcards", wildcards},
+      {"ordering", ordering},
+      {"probe", probe_and_sendrecv},
+      {"split", split_and_dup},
+      {"requests", many_requests},
+      {"threads", threads},
+      {"edge", edge_cases},
+      {"backpressure", backpressure},
+      {"sidechannel", side_channel},
+      {"keyheap", key_heap},
+      {"overbudget", over_budget},
+      {"selfwake", self_wake},
+      {"dropped", dropped_requests}};
   for (const auto& [name, check] : checks) {
     if (scenario != "all" && scenario != name) continue;
     // backpressure and overbudget need a small budget, selfwake no spinning, keyheap a launcher
