@@ -388,8 +388,9 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
           // may still wait for the message refused here (an operation or communicator denial
           // is the same on every member, but a size or segmentation denial need not be): the
           // failed schedule withdraws it (Engine::withdraw), which fails their receives.
+          // Only this collective's: another one in flight on the communicator goes on.
           for (auto it = posted_.begin(); it != posted_.end();) {
-            if ((*it)->context == context) {
+            if ((*it)->context == context && (*it)->sequence == sequence) {
               complete(**it, ErrorClass::policy, message);
               it = posted_.erase(it);
             } else {

@@ -263,7 +263,22 @@ void withdrawn(const sempi::Communicator& world) {
     world.allreduce(&r, &total, 1, picky);
     CHECK(total == 6);
   }
-  // Every member took part in all three: the collective sequence is still in step.
+  // A refusal fails only its own collective: a barrier in flight on the communicator goes on.
+  // The others start theirs only once rank 0's bcast was refused, so rank 0's barrier still
+  // waits for them then.
+  if (r == 0) {
+    auto barrier = world.ibarrier();
+    expect_error(ErrorClass::policy, [&] { world.bcast_bytes(big.data(), big.size(), 0); });
+    for (int peer = 1; peer < world.size(); ++peer) world.send(1, peer, 77);
+    (void)barrier.wait();
+  } else {
+    int token = 0;
+    (void)world.recv(token, 0, 77);
+    auto barrier = world.ibarrier();
+    expect_error(ErrorClass::policy, [&] { world.bcast_bytes(big.data(), big.size(), 0); });
+    (void)barrier.wait();
+  }
+  // Every member took part in all of them: the collective sequence is still in step.
   world.barrier();
   int sum = 0;
   world.allreduce(&r, &sum, 1, sempi::Op::sum());
