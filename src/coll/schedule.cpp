@@ -6,6 +6,7 @@
 #include <exception>
 #include <iterator>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "core/runtime.hpp"
@@ -201,7 +202,24 @@ std::string Schedule::origin_of(const RequestState& failed) const {
                           : failed_here(failure_detail(failed));
 }
 
+Schedule::~Schedule() {
+  // Numbered but never run: an exception between make() and run() or start() (out of memory
+  // for a scratch buffer, say). Nothing of it is in flight, but the members wait for its
+  // messages: withdraw from all of them, as a rank that fails its checks does
+  // (CollectiveCall::failed).
+  if (launched_ || Runtime::current() == nullptr) return;
+  try {
+    std::vector<int> everyone(static_cast<std::size_t>(size()));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    Runtime::get().engine().withdraw(*comm_, kind_, sequence_, everyone, ErrorClass::other,
+                                     failed_here("its schedule could not be built"));
+  } catch (...) {
+    // Out of memory: the others then wait for their timeout.
+  }
+}
+
 void Schedule::run() {
+  launched_ = true;  // from here on, failures withdraw (retire_after_failure)
   auto& engine = Runtime::get().engine();
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
     try {
@@ -324,7 +342,11 @@ class Schedule::Driver final : public RequestDriver {
         state_.done.store(true, std::memory_order_release);
         return true;
       }
-      s.post_round(next_++);
+      try {
+        s.post_round(next_++);
+      } catch (const std::exception& e) {  // out of memory: the round is posted in part
+        return fail(ErrorClass::intern, s.operation_ + ": " + e.what(), s.failed_here(e.what()));
+      }
     }
   }
 
@@ -386,6 +408,7 @@ std::shared_ptr<RequestState> Schedule::start() {
   state->status.source = ANY_SOURCE;
   state->status.tag = ANY_TAG;
   state->driver = std::make_shared<Driver>(shared_from_this(), *state);
+  launched_ = true;  // the driver's failures withdraw, its destructor too (give_up)
   // Post the first round now, so peers can make progress; from then on every wait of this
   // process advances it (the progress rule), not only waits on its own request.
   if (!state->driver->progress()) Runtime::get().engine().add_in_flight(state);

@@ -55,6 +55,8 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   Schedule(std::shared_ptr<const CommState> comm, OpKind kind, std::string operation);
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
+  /// One never run nor started withdraws this rank from its collective.
+  ~Schedule();
 
   [[nodiscard]] int rank() const { return comm_->rank; }
   [[nodiscard]] int size() const { return comm_->size(); }
@@ -133,6 +135,7 @@ class Schedule : public std::enable_shared_from_this<Schedule> {
   std::vector<std::unique_ptr<std::byte[]>> scratch_;
   std::vector<std::shared_ptr<RequestState>> posted_;  // the current round's requests
   bool retired_ = false;                               // retire_after_failure ran (it runs once)
+  bool launched_ = false;                // run() or start() took it over (and with it its failures)
   std::size_t posted_round_ = SIZE_MAX;  // index of the last round posted (none yet: SIZE_MAX)
 };
 

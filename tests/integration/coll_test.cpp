@@ -35,6 +35,18 @@ TEST(Collectives, OneRankRefusingItsArgumentsFailsThoseWaitingForIt) {
   }
 }
 
+// A rank that runs out of memory setting up a collective (after it took the collective's
+// number): the ranks waiting for it fail at once, naming it (coll_check's "outofmemory").
+TEST(Collectives, ARankOutOfMemoryBuildingACollectiveFailsThoseWaitingForIt) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "RLIMIT_AS cannot bound a sanitizer's address space";
+#endif
+  const auto result =
+      run_job({SEMPIRUN_PATH, "-n", "3", "--timeout", "60", COLL_CHECK_PATH, "outofmemory"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
 TEST(Collectives, SingletonWithoutLauncher) {
   const auto result = run_job({COLL_CHECK_PATH, "all"}, 120s);
   EXPECT_EQ(result.exit_code, 0) << result.output;

@@ -13,14 +13,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
-#include <stdexcept>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <sempi/sempi.hpp>
 
@@ -1098,6 +1102,49 @@ void check_dropped_while_another_thread_holds_it(const sempi::Communicator& worl
   CHECK(std::all_of(all.begin() + kInts, all.end(), [](int v) { return v == -1; }));
 }
 
+// A rank whose collective cannot be set up after it took its sequence number (here the root
+// of a scatter, root != 0, cannot allocate the rotated copy of its send buffer): the others
+// fail at once, naming it, instead of waiting for the job's timeout; and the sequence numbers
+// stay in step. RLIMIT_AS makes the allocation fail: not under sanitizers, which reserve
+// terabytes of address space.
+void check_out_of_memory(const sempi::Communicator& world) {
+  const int p = world.size();
+  const int r = world.rank();
+  constexpr int kRoot = 1;
+  constexpr std::size_t kBlock = std::size_t{64} << 20;
+  if (p < 2) return;
+  const auto recv = std::make_unique_for_overwrite<std::byte[]>(kBlock);
+  std::unique_ptr<std::byte[]> send;
+  if (r == kRoot)
+    send = std::make_unique_for_overwrite<std::byte[]>(kBlock * static_cast<std::size_t>(p));
+  g_where = "scatter whose root runs out of memory";
+  if (r == kRoot) {
+    rlimit saved{};
+    CHECK(::getrlimit(RLIMIT_AS, &saved) == 0);
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;  // the address space in use, in pages
+    CHECK(pages > 0);
+    const rlimit tight{
+        pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + (std::size_t{32} << 20),
+        saved.rlim_max};
+    CHECK(::setrlimit(RLIMIT_AS, &tight) == 0);
+    bool out_of_memory = false;
+    try {
+      world.scatter_bytes(send.get(), recv.get(), kBlock, kRoot);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
+    }
+    CHECK(::setrlimit(RLIMIT_AS, &saved) == 0);
+    CHECK(out_of_memory);
+  } else {
+    const auto [cls, what] =
+        outcome([&] { world.scatter_bytes(nullptr, recv.get(), kBlock, kRoot); });
+    CHECK(cls == sempi::ErrorClass::other);
+    CHECK(what.find("rank 1's part failed: its schedule could not be built") != std::string::npos);
+  }
+  CHECK(world.allreduce(r, sempi::Op::sum()) == p * (p - 1) / 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1127,6 +1174,7 @@ int main(int argc, char** argv) {
     check_determinism(world);
     check_determinism(split);
   }
+  if (scenario == "outofmemory") check_out_of_memory(world);  // own test: see there
   if (all || scenario == "nonblocking") {
     check_nonblocking(world);
     check_wait_all_order(world);
