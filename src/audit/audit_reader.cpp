@@ -30,6 +30,28 @@ namespace {
 
 std::string hash_hex(const std::string& line) { return to_hex(sha256(line)); }
 
+// True if `line` is exactly how sempi writes the record it parses to (its fields in that order,
+// no spaces, \u escapes for everything not printable ASCII): the only way to be sure that
+// every JSON reader sees what verify checked. Otherwise a key given twice (nlohmann keeps the
+// last, other parsers the first) or bytes after a NUL (which ends nlohmann's parse) could show
+// one reader what another never sees, in bytes the chain vouches for.
+bool canonical(const std::string& line) {
+  try {
+    return nlohmann::ordered_json::parse(line).dump(
+               -1, ' ', true, nlohmann::ordered_json::error_handler_t::strict) == line;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// A value from a log quoted in a finding: its start only. A hostile log's values can be
+// megabytes long, and a finding per record (up to kMaxFindingsPerFile a file) must not copy
+// them whole.
+std::string excerpt(const std::string& value) {
+  constexpr std::size_t kMax = 80;
+  return value.size() <= kMax ? value : value.substr(0, kMax) + "...";
+}
+
 LogFile log_file(const fs::path& path, const std::string& name) {
   std::error_code ec;
   return {name, path, fs::is_regular_file(path, ec)};
@@ -141,6 +163,8 @@ struct ChainCheck {
   // in the middle of a write leaves (the launcher seals the records before it), or tampering.
   // verify decides which.
   std::size_t cut_off_line = 0;
+  std::uint64_t cut_off_bytes = 0;  // and its length and SHA-256, which the seal may cover
+  std::string cut_off_hash;
   std::size_t unlisted = 0;  // problems past kMaxFindingsPerFile, counted in an "omitted" finding
 };
 
@@ -216,6 +240,8 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
     for_each_record(file, [&](Record& r) {
       if (r.cut_off) {  // the last line: left out of the chain, as the launcher's seal leaves it
         result.cut_off_line = r.line;
+        result.cut_off_bytes = r.text.size();
+        result.cut_off_hash = hash_hex(r.text);
         return true;
       }
       const std::int64_t seq = r.seq();
@@ -238,9 +264,14 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
                         : std::string("not a JSON record"));
       } else if (!link.parsed) {
         add(r.line, "corrupt", "a JSON object without a valid event.sequence: not a sempi record");
+      } else if (!canonical(r.text)) {
+        add(r.line, "corrupt",
+            "not in the form sempi writes (keys twice, bytes after the record, other spacing or "
+            "escapes): readers could disagree about what it says");
       } else {
         if (str_field(r, "job") != job && !job.empty()) {
-          add(r.line, "foreign", "record of job '" + str_field(r, "job") + "', not " + job);
+          add(r.line, "foreign",
+              "record of job '" + excerpt(str_field(r, "job")) + "', not " + excerpt(job));
         }
         if (rank && (str_field(r, "source") != "rank" || int_field(r, "rank") != *rank)) {
           add(r.line, "foreign", "record does not belong to rank " + std::to_string(*rank));
@@ -342,7 +373,9 @@ void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq
 // Opened without blocking and checked on the descriptor: a log replaced by a FIFO or a terminal
 // after the directory was listed fails here instead of blocking the reader for ever.
 std::unique_ptr<std::FILE, int (*)(std::FILE*)> open_regular_file(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  // Nor followed through a symbolic link: a log is a file sempi wrote, and twenty links to one
+  // large file would cost twenty reads of it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     throw Error(ErrorClass::io, "cannot read " + path.string() + ": " + std::strerror(errno));
   }
@@ -412,12 +445,12 @@ nlohmann::json parse_record(std::string_view line) {
   return json.is_object() ? json : nlohmann::json();
 }
 
-std::optional<std::string> last_complete_line(const fs::path& file, std::size_t max_line_bytes) {
+std::optional<LogEnd> read_log_end(const fs::path& file, std::size_t max_line_bytes) {
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
   const auto size = static_cast<std::uint64_t>(in.tellg());
   // Reads backwards in growing steps until the tail holds the last newline and the one
-  // before it (or the file's start): never more than that line and one step.
+  // before it (or the file's start): never more than that line, what follows it, and one step.
   std::string tail;
   std::uint64_t from = size;
   for (;;) {
@@ -429,17 +462,19 @@ std::optional<std::string> last_complete_line(const fs::path& file, std::size_t 
     tail.insert(0, chunk);
     const auto end = tail.rfind('\n');
     if (end == std::string::npos) {
-      if (from == 0) return std::string();
+      if (tail.size() > max_line_bytes) return std::nullopt;  // all of it is cut off
+      if (from == 0) return LogEnd{{}, tail};
     } else {
+      if (tail.size() - end - 1 > max_line_bytes) return std::nullopt;
       const auto before = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
       if (before != std::string::npos || from == 0) {
         const std::size_t start = before == std::string::npos ? 0 : before + 1;
         if (end - start > max_line_bytes) return std::nullopt;
-        return tail.substr(start, end - start);
+        return LogEnd{tail.substr(start, end - start), tail.substr(end + 1)};
       }
       if (end > max_line_bytes) return std::nullopt;
     }
-    if (tail.size() > max_line_bytes + 64 * 1024 + 1) return std::nullopt;
+    if (tail.size() > 2 * max_line_bytes + 64 * 1024 + 2) return std::nullopt;
   }
 }
 
@@ -565,7 +600,17 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
 
   // The seal: the launcher log's last record.
   const Record* seal_record = last.line > 0 && last.action() == "audit.seal" ? &last : nullptr;
-  std::map<int, std::tuple<std::int64_t, std::string, std::string>> heads;  // seq, hash, source
+  // What the seal says of each rank's log: its head, how the launcher learnt it ("reported"
+  // at finalize, read from the "file" of a rank that died, "none": the rank was never welcomed,
+  // "missing": it was, and no log was found), and for "file" the bytes after the head's line.
+  struct SealedHead {
+    std::int64_t seq = -1;
+    std::string hash;
+    std::string source;
+    std::uint64_t cut_off_bytes = 0;
+    std::string cut_off_hash;
+  };
+  std::map<int, SealedHead> heads;
   if (seal_record == nullptr) {
     out.push_back({kLauncherFile, 0, "unsealed",
                    "no audit.seal record at the end of the launcher log (truncated, or the "
@@ -602,9 +647,14 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
         for (const auto& h : *sealed_ranks) {
           const auto rank = get<int>(member(h, "rank"));
           if (!rank || *rank < 0 || *rank >= kMaxJobRanks) continue;  // a forged seal's only
-          heads[*rank] = {get<std::int64_t>(member(h, "seq")).value_or(-1),
-                          get<std::string>(member(h, "hash")).value_or(""),
-                          get<std::string>(member(h, "source")).value_or("")};
+          SealedHead& head = heads[*rank];
+          head.seq = get<std::int64_t>(member(h, "seq")).value_or(-1);
+          head.hash = get<std::string>(member(h, "hash")).value_or("");
+          head.source = get<std::string>(member(h, "source")).value_or("");
+          if (const nlohmann::json* cut = member(h, "cut_off")) {
+            head.cut_off_bytes = get<std::uint64_t>(member(*cut, "bytes")).value_or(0);
+            head.cut_off_hash = get<std::string>(member(*cut, "hash")).value_or("");
+          }
         }
       }
     }
@@ -619,7 +669,12 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     const LogFile& file = it != dir.ranks.end() ? it->second : empty;
     const auto head = heads.find(r);
     if (!file.exists) {
-      if (result.sealed && (head == heads.end() || std::get<2>(head->second) != "none")) {
+      if (result.sealed && head != heads.end() && head->second.source == "missing") {
+        out.push_back({file.name, 0, "missing",
+                       "the log of rank " + std::to_string(r) +
+                           " was missing when the job ended (deleted during the job, or the "
+                           "rank failed before it could create it)"});
+      } else if (result.sealed && (head == heads.end() || head->second.source != "none")) {
         out.push_back({file.name, 0, "missing", "the log of rank " + std::to_string(r) +
                                                     " is missing (deleted)"});
       } else if (!result.sealed && head == heads.end() && launcher_chain.records > 0) {
@@ -638,29 +693,39 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     }
     result.records += chain.records;
     count_unlisted(chain);
-    const bool covered =
-        result.sealed && head != heads.end() && std::get<2>(head->second) != "none";
-    const bool died = covered && std::get<2>(head->second) == "file";
+    const bool covered = result.sealed && head != heads.end() && head->second.source != "none" &&
+                         head->second.source != "missing";
+    const bool died = covered && head->second.source == "file";
+    const bool at_sealed_head =
+        died && chain.last.seq == head->second.seq && chain.last.hash == head->second.hash;
     if (chain.cut_off_line > 0) {
-      // What a rank killed in the middle of a write leaves, after the records the launcher
-      // sealed from its file. Anywhere else (a rank that closed its log, or no seal to say
-      // where the records end), a cut-off line is a finding.
-      if (died && chain.last.seq == std::get<0>(head->second) &&
-          chain.last.hash == std::get<1>(head->second)) {
+      // What a rank killed in the middle of a write leaves after the records the launcher
+      // sealed from its file, sealed with them. Anywhere else (a rank that closed its log, or
+      // no seal to say where the records end) a cut-off line is a finding.
+      if (at_sealed_head && chain.cut_off_bytes == head->second.cut_off_bytes &&
+          chain.cut_off_hash == head->second.cut_off_hash) {
         result.notes.push_back("rank " + std::to_string(r) + "'s log ends in a record cut off as " +
                                "it was written (line " + std::to_string(chain.cut_off_line) +
-                               "): the seal covers the records before it");
+                               "): the seal covers it as it is");
+      } else if (at_sealed_head) {
+        out.push_back({file.name, chain.cut_off_line, "appended",
+                       head->second.cut_off_bytes == 0
+                           ? "a cut-off last line after the sealed head (added after the job)"
+                           : "the cut-off last line does not match the sealed one (modified)"});
       } else {
         out.push_back({file.name, chain.cut_off_line, "truncated",
                        "the last record is cut off (no newline)"});
       }
+    } else if (at_sealed_head && head->second.cut_off_bytes > 0) {
+      out.push_back({file.name, 0, "truncated",
+                     "the cut-off record the seal covers after the last one is gone (removed)"});
     }
     if (!result.sealed) continue;
     if (!covered) {
       out.push_back({file.name, 0, "foreign", "the seal does not cover this file"});
       continue;
     }
-    compare_head(file, chain, std::get<0>(head->second), std::get<1>(head->second), out);
+    compare_head(file, chain, head->second.seq, head->second.hash, out);
     if (died) {
       result.notes.push_back("rank " + std::to_string(r) +
                              " ended without closing its log (it died, or the job ended before it "
@@ -678,8 +743,9 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
   const std::string dir_name = named.filename().string();
   if (!job.empty() && dir_name != job && dir_name.size() == job.size() &&
       is_lower_hex(dir_name)) {
-    out.push_back({kLauncherFile, 1, "foreign",
-                   "the logs are of job " + job + ", in the directory of job " + dir_name});
+    out.push_back(
+        {kLauncherFile, 1, "foreign",
+         "the logs are of job " + excerpt(job) + ", in the directory of job " + dir_name});
   }
   if (!public_key && result.sealed) {
     result.notes.push_back(

@@ -68,11 +68,15 @@ void for_each_record(const LogFile& file, const std::function<bool(Record&)>& vi
 /// deep (checked before parsing, so a hostile line costs no more than a few times its size).
 nlohmann::json parse_record(std::string_view line);
 
-/// The file's last complete line (the text before its last newline, after the newline before
-/// that), read from the end: the head of a log whose writer died. "" if the file holds no
-/// complete line; nullopt if it cannot be read or that line is longer than max_line_bytes.
-std::optional<std::string> last_complete_line(const std::filesystem::path& file,
-                                              std::size_t max_line_bytes = kMaxRecordBytes);
+/// How a log ends, read from the end: what the launcher seals for a rank whose writer died.
+struct LogEnd {
+  std::string last_line;  // the last complete line (without its newline), "" if none
+  std::string cut_off;    // the bytes after the last newline: a record cut off as it was written
+};
+/// Reads the end of `file` without reading all of it. nullopt if it cannot be read, or if its
+/// last complete line or what follows it is longer than max_line_bytes.
+std::optional<LogEnd> read_log_end(const std::filesystem::path& file,
+                                   std::size_t max_line_bytes = kMaxRecordBytes);
 
 struct AuditDir {
   std::filesystem::path dir;

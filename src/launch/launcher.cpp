@@ -234,19 +234,34 @@ std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
   return audit::ChainHead{seq->get<std::int64_t>(), text};
 }
 
-// The head of a rank's log as its file has it: the last complete line. For ranks that died
-// before they could report their head at finalize. Read from the end: the log may be large.
-std::optional<audit::ChainHead> head_from_file(const std::filesystem::path& path) {
+// How the log of a rank that died before it could report its head at finalize ends, as its
+// file has it: the head is its last complete line, and what follows that (a record cut off as
+// it was written) is sealed too, so that nothing can be added there afterwards.
+struct LogFileEnd {
+  audit::ChainHead head;
+  std::string cut_off;
+};
+
+std::optional<LogFileEnd> end_of_log_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  const auto line = audit::last_complete_line(path);
-  if (!line) return audit::ChainHead{-1, std::string(64, 'f')};  // unreadable: matches nothing
-  if (line->empty()) return audit::ChainHead{};
-  // Its sequence number read as the verifier reads it; a line that is no record has seq -1
-  // and still a hash to seal.
-  audit::Record record;
-  record.json = audit::parse_record(*line);  // the rank wrote it: nesting checked first
-  return audit::ChainHead{record.seq(), to_hex(audit::sha256(*line))};
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) {
+    return std::nullopt;
+  }
+  LogFileEnd result;
+  auto end = audit::read_log_end(path);
+  if (!end) {
+    result.head = {-1, std::string(64, 'f')};  // unreadable: matches nothing
+    return result;
+  }
+  result.cut_off = std::move(end->cut_off);
+  if (!end->last_line.empty()) {
+    // Its sequence number read as the verifier reads it; a line that is no record has seq -1
+    // and still a hash to seal.
+    audit::Record record;
+    record.json = audit::parse_record(end->last_line);  // the rank wrote it: nesting checked first
+    result.head = {record.seq(), to_hex(audit::sha256(end->last_line))};
+  }
+  return result;
 }
 
 // Both descriptors refer to the same file (or pipe, or terminal).
@@ -442,6 +457,7 @@ class Launcher::Job {
       throw;
     }
     heads_.assign(options_.size, std::nullopt);
+    welcomed_.assign(options_.size, false);
     const auto rules = policy::Policy::compile(policy_);
     audit_->event(
         "job.start", true, {},
@@ -481,12 +497,25 @@ class Launcher::Job {
       const auto path = audit_dir_ / audit::rank_file_name(static_cast<int>(r));
       std::optional<audit::ChainHead> head = heads_[r];
       std::string source = "reported";
+      std::string cut_off;
       if (!head) {
-        head = head_from_file(path);
-        source = head ? "file" : "none";
+        if (auto end = end_of_log_file(path)) {
+          head = end->head;
+          cut_off = std::move(end->cut_off);
+          source = "file";
+        } else {
+          // A rank creates its log once welcomed: without one, it never joined, or the log
+          // is gone (deleted by a rank, say), which verify must report.
+          source = welcomed_[r] ? "missing" : "none";
+        }
       }
       if (!head) head = audit::ChainHead{};
-      ranks.push_back({{"rank", r}, {"seq", head->seq}, {"hash", head->hash}, {"source", source}});
+      nlohmann::json entry = {
+          {"rank", r}, {"seq", head->seq}, {"hash", head->hash}, {"source", source}};
+      if (!cut_off.empty()) {
+        entry["cut_off"] = {{"bytes", cut_off.size()}, {"hash", to_hex(audit::sha256(cut_off))}};
+      }
+      ranks.push_back(std::move(entry));
     }
     const audit::ChainHead launcher = audit_->head();
     const nlohmann::json seal = {{"job", enrollment_->ca().job().hex()},
@@ -1120,6 +1149,7 @@ class Launcher::Job {
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
+          if (!welcomed_.empty()) welcomed_[w] = true;
           send(w, welcome);
         }
       }
@@ -1272,6 +1302,7 @@ class Launcher::Job {
   std::unique_ptr<audit::AuditLog> audit_;
   std::optional<audit::SealKey> seal_key_;
   std::vector<std::optional<audit::ChainHead>> heads_;
+  std::vector<bool> welcomed_;  // sent the welcome, after which a rank creates its log
   std::string end_reason_;
 };
 

@@ -483,6 +483,30 @@ TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
   EXPECT_NE(reconcile.output.find("30"), std::string::npos) << reconcile.output;
 }
 
+// A rank that deletes its log and dies: the launcher seals it as missing (it was welcomed, so
+// it had a log), and verify reports it, where it once read as a rank that never joined.
+TEST(Audit, ALogDeletedDuringTheJobIsSealedAsMissing) {
+  TempDir dir;
+  const fs::path file = dir.path() / "policy.json";
+  std::ofstream(file) << R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}]})";
+  const fs::path audit = dir.path() / "audit";
+  const auto result =
+      run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
+               "--audit-dir", audit.string(), POLICY_PROBE_PATH, "vanish", audit.string()},
+              90s);
+  EXPECT_EQ(result.exit_code, 128 + 9) << result.output;
+  const auto seal = records(audit / "launcher.jsonl", "audit.seal");
+  ASSERT_EQ(seal.size(), 1u);
+  EXPECT_EQ(seal[0]["sempi"]["seal"]["ranks"][1]["source"], "missing") << seal[0].dump();
+  const auto verify = tool({"audit", "verify", audit.string()});
+  EXPECT_NE(verify.exit_code, 0) << verify.output;
+  EXPECT_NE(verify.output.find("rank-1.jsonl"), std::string::npos) << verify.output;
+  EXPECT_NE(verify.output.find("was missing when the job ended"), std::string::npos)
+      << verify.output;
+}
+
 TEST(Audit, DefaultDirectoryIsPrivateAndPerJob) {
   TempDir dir;
   const auto result = run_job({"/bin/sh", "-c",

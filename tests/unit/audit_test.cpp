@@ -641,14 +641,20 @@ TEST(AuditVerify, SaysWhatAnIntactResultDoesNotProve) {
   EXPECT_EQ(pinned.notes.size(), 2u) << "pinned: only the two ranks that did not close";
 }
 
-// A rank killed in the middle of a write leaves a cut-off line after its last whole record,
-// which is what the launcher seals (source "file"): a note, and the log verifies. The same
-// line after a rank closed its log, or after an edited last record, is a finding.
+// A rank killed in the middle of a write leaves a cut-off line after its last whole record.
+// The launcher seals both (source "file", and the line's length and hash): a note, and the log
+// verifies. A cut-off line the seal does not cover is a finding: added after the job (readers
+// that take a last line without its newline would believe it), or after a rank closed its log.
 TEST(AuditVerify, ARecordCutOffAsARankDiedIsANoteNotAFinding) {
   // A partial record, and one whole but for its newline (the write stopped right before it).
-  for (const char* tail : {R"({"@timestamp":"2026-)", R"({"event":{"sequence":12}})"}) {
+  for (const std::string tail : {R"({"@timestamp":"2026-)", R"({"event":{"sequence":12}})"}) {
+    const auto seal_tail = [&](const std::string& sealed) {
+      return [sealed](nlohmann::json& seal) {
+        seal["ranks"][0]["cut_off"] = {{"bytes", sealed.size()}, {"hash", to_hex(sha256(sealed))}};
+      };
+    };
     TempDir died;
-    make_sealed_job(died.path(), /*report_heads=*/false);
+    make_sealed_job(died.path(), /*report_heads=*/false, seal_tail(tail));
     std::ofstream(died.path() / "rank-0.jsonl", std::ios::app) << tail;
     const auto result = verify(load_audit_dir(died.path()), std::nullopt);
     EXPECT_TRUE(result.ok()) << tail << ": " << result.findings.front().file << ":"
@@ -658,6 +664,22 @@ TEST(AuditVerify, ARecordCutOffAsARankDiedIsANoteNotAFinding) {
     EXPECT_NE(notes.find("rank 0's log ends in a record cut off as it was written (line 13)"),
               std::string::npos)
         << notes;
+
+    TempDir appended;  // after the job: the seal says the log ended at its last newline
+    make_sealed_job(appended.path(), /*report_heads=*/false);
+    std::ofstream(appended.path() / "rank-0.jsonl", std::ios::app) << tail;
+    EXPECT_EQ(kinds(appended.path()), std::vector<std::string>{"rank-0.jsonl:13:appended"}) << tail;
+
+    TempDir changed;  // as long as the sealed one, other bytes
+    std::string other = tail;
+    other.back() = other.back() == 'x' ? 'y' : 'x';
+    make_sealed_job(changed.path(), /*report_heads=*/false, seal_tail(tail));
+    std::ofstream(changed.path() / "rank-0.jsonl", std::ios::app) << other;
+    EXPECT_EQ(kinds(changed.path()), std::vector<std::string>{"rank-0.jsonl:13:appended"}) << tail;
+
+    TempDir removed;  // sealed, and gone
+    make_sealed_job(removed.path(), /*report_heads=*/false, seal_tail(tail));
+    EXPECT_EQ(kinds(removed.path()), std::vector<std::string>{"rank-0.jsonl:0:truncated"}) << tail;
 
     TempDir closed;
     make_sealed_job(closed.path(), /*report_heads=*/true);
@@ -675,6 +697,75 @@ TEST(AuditVerify, ARecordCutOffAsARankDiedIsANoteNotAFinding) {
   const auto found = kinds(edited.path());
   EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:12:edited"), found.end());
   EXPECT_NE(std::find(found.begin(), found.end(), "rank-0.jsonl:13:truncated"), found.end());
+}
+
+// A hostile rank writes its own chain: a record that parses, links and is sealed, but is not in
+// the form sempi writes, could read differently to another JSON reader (a key twice: nlohmann
+// keeps the last, others the first; bytes after a NUL, where nlohmann stops). A finding.
+TEST(AuditVerify, ARecordNotInTheFormSempiWritesIsAFinding) {
+  const std::function<std::string(std::string)> forgeries[] = {
+      [](std::string record) {
+        record.insert(record.find("\"rank\":0"), "\"rank\":1,");
+        return record;
+      },
+      [](std::string record) { return record + std::string("\0 and more", 10); },
+      [](std::string record) { return record.substr(0, record.size() - 1) + " }"; },
+  };
+  for (const auto& forge : forgeries) {
+    TempDir dir;
+    std::string forged;
+    make_sealed_job(dir.path(), /*report_heads=*/true, [&](nlohmann::json& seal) {
+      auto l = lines_of(dir.path() / "rank-0.jsonl");
+      l.at(5) = forged = forge(l.at(5));
+      for (std::size_t i = 6; i < l.size(); ++i) {  // the rank chains what it wrote
+        const auto at = l[i].find("\"prev\":\"") + 8;
+        l[i].replace(at, 64, to_hex(sha256(l[i - 1])));
+      }
+      write_lines(dir.path() / "rank-0.jsonl", l);
+      seal["ranks"][0]["hash"] = to_hex(sha256(l.back()));
+    });
+    EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"rank-0.jsonl:6:corrupt"})
+        << printable(forged);
+  }
+}
+
+// What verify says of a log it cannot or must not read whole: a rank log the seal says was
+// missing when the job ended (deleted during the job: a finding, not "never joined"), a log
+// that is a symbolic link (not followed), and a hostile job id (quoted only in part).
+TEST(AuditVerify, MissingLinkedAndHugeValuesAreFindingsOfBoundedSize) {
+  TempDir missing;
+  make_sealed_job(missing.path(), true, [&](nlohmann::json& seal) {
+    seal["ranks"][1]["source"] = "missing";
+    fs::remove(missing.path() / "rank-1.jsonl");
+  });
+  EXPECT_EQ(kinds(missing.path()), std::vector<std::string>{"rank-1.jsonl:0:missing"});
+  TempDir never;
+  make_sealed_job(never.path(), true, [&](nlohmann::json& seal) {
+    seal["ranks"][1]["source"] = "none";
+    fs::remove(never.path() / "rank-1.jsonl");
+  });
+  EXPECT_EQ(kinds(never.path()), std::vector<std::string>{}) << "never welcomed: no log";
+
+  TempDir linked;
+  make_sealed_job(linked.path());
+  fs::rename(linked.path() / "rank-1.jsonl", linked.path() / "elsewhere");
+  fs::create_symlink("elsewhere", linked.path() / "rank-1.jsonl");
+  const auto result = verify(load_audit_dir(linked.path()), std::nullopt);
+  std::string all;
+  for (const auto& f : result.findings) all += f.file + ": " + f.message + "\n";
+  EXPECT_NE(all.find("rank-1.jsonl: cannot read"), std::string::npos) << all;
+
+  TempDir huge;
+  make_sealed_job(huge.path());
+  auto l = lines_of(huge.path() / "rank-0.jsonl");
+  const std::string job_field = "\"job\":\"" + kJob + "\"";
+  for (auto& line : l)
+    line.replace(line.find(job_field), job_field.size(),
+                 "\"job\":\"" + std::string(1 << 20, 'b') + "\"");
+  write_lines(huge.path() / "rank-0.jsonl", l);
+  const auto big = verify(load_audit_dir(huge.path()), std::nullopt);
+  ASSERT_FALSE(big.ok());
+  for (const auto& f : big.findings) EXPECT_LT(f.message.size(), 400u) << f.kind;
 }
 
 // The launcher log is read once, its chain and its seal from the same bytes (a second read
@@ -911,29 +1002,39 @@ TEST(AuditVerify, ASignedSealWithHostileNumbersIsAFinding) {
   }
 }
 
-TEST(AuditReader, LastCompleteLineIsReadFromTheEnd) {
+TEST(AuditReader, TheEndOfALogIsReadFromTheEnd) {
   TempDir dir;
   const fs::path file = dir.path() / "log";
   const auto write = [&](const std::string& text) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
   };
+  const auto end = [&](std::size_t max =
+                           kMaxRecordBytes) -> std::optional<std::pair<std::string, std::string>> {
+    const auto e = read_log_end(file, max);
+    if (!e) return std::nullopt;
+    return std::pair(e->last_line, e->cut_off);
+  };
+  using P = std::pair<std::string, std::string>;
   write("");
-  EXPECT_EQ(last_complete_line(file), "");
+  EXPECT_EQ(end(), P("", ""));
   write("no newline yet");
-  EXPECT_EQ(last_complete_line(file), "");
+  EXPECT_EQ(end(), P("", "no newline yet"));
   write("only\n");
-  EXPECT_EQ(last_complete_line(file), "only");
+  EXPECT_EQ(end(), P("only", ""));
   write("first\nsecond\ncut off");
-  EXPECT_EQ(last_complete_line(file), "second");
+  EXPECT_EQ(end(), P("second", "cut off"));
   write("first\n\n");
-  EXPECT_EQ(last_complete_line(file), "");
+  EXPECT_EQ(end(), P("", ""));
   const std::string big(300 * 1024, 'x');  // longer than the first steps back
   write("first\n" + big + "\nta");
-  EXPECT_EQ(last_complete_line(file), big);
-  EXPECT_EQ(last_complete_line(file, 1024), std::nullopt) << "longer than allowed";
+  EXPECT_EQ(end(), P(big, "ta"));
+  EXPECT_EQ(end(1024), std::nullopt) << "longer than allowed";
   write(big + "\n");
-  EXPECT_EQ(last_complete_line(file), big);
-  EXPECT_EQ(last_complete_line(dir.path() / "absent"), std::nullopt);
+  EXPECT_EQ(end(), P(big, ""));
+  write("first\n" + big);
+  EXPECT_EQ(end(), P("first", big));
+  EXPECT_EQ(end(1024), std::nullopt) << "a cut-off line longer than allowed";
+  EXPECT_EQ(read_log_end(dir.path() / "absent"), std::nullopt);
 }
 
 // A record whose sequence number comes again: a copy says so, a record moved down does not.

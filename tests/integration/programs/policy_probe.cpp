@@ -6,6 +6,8 @@
 // checks and puts denied messages on the wire, as a rank whose process was taken over could.
 // The receiver must still refuse them.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -364,6 +366,20 @@ void late_refusal(const sempi::Communicator& world, const std::string& audit_dir
   expect_error(ErrorClass::policy, [&] { world.send(big, 0, 5); });  // rendezvous: DENY
 }
 
+// The last rank deletes its own audit log and dies (as a compromised rank could, or one that
+// kills a peer and deletes the peer's): the seal must not say it never joined. AUDIT_DIR is the
+// job's.
+void vanish(const sempi::Communicator& world, const std::string& audit_dir) {
+  world.barrier();
+  const int victim = world.size() - 1;
+  if (world.rank() == victim) {
+    CHECK(::unlink((audit_dir + "/rank-" + std::to_string(victim) + ".jsonl").c_str()) == 0);
+    ::raise(SIGKILL);
+  }
+  int never = 0;
+  expect_error(ErrorClass::peer_failed, [&] { (void)world.recv(never, victim, 1); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -397,6 +413,8 @@ int main(int argc, char** argv) {
     crash(world);
   } else if (scenario == "late_refusal" && argc > 2) {
     late_refusal(world, argv[2]);
+  } else if (scenario == "vanish" && argc > 2) {
+    vanish(world, argv[2]);
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
