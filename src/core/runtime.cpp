@@ -1,5 +1,6 @@
 #include "core/runtime.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -88,7 +89,22 @@ Runtime& Runtime::get() {
 
 Runtime* Runtime::current() noexcept { return g_current.load(std::memory_order_acquire); }
 
+namespace {
+
+// A child made by fork() is not a rank: it has none of the engine's threads, and its copies of
+// the rank's sockets and audit log are the rank's. It forgets the runtime, without tearing it
+// down (which would write to them): sempi calls in the child then fail as before MPI_Init,
+// and its exit leaves the parent's channels and log alone.
+void forget_runtime_in_child() noexcept {
+  g_current.store(nullptr, std::memory_order_relaxed);
+  (void)g_runtime.release();  // NOLINT(bugprone-unused-return-value): leaked on purpose
+}
+
+}  // namespace
+
 void Runtime::install(std::unique_ptr<Runtime> runtime) {
+  static const int registered = ::pthread_atfork(nullptr, nullptr, forget_runtime_in_child);
+  (void)registered;
   std::lock_guard lock(g_mutex);
   g_runtime = std::move(runtime);
   g_current.store(g_runtime.get(), std::memory_order_release);

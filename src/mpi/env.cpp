@@ -187,6 +187,7 @@ std::atomic<bool> g_active{false};
 std::atomic<int> g_thread_level{MPI_THREAD_SINGLE};
 std::thread::id g_main_thread;
 int g_universe_size = 1;
+pid_t g_init_pid = 0;  // the process that called MPI_Init
 
 // Values of the predefined attributes (MPI_Comm_get_attr returns pointers to them).
 const int kAttrTagUb = TAG_UB;
@@ -590,8 +591,9 @@ namespace {
 // that runs after OpenSSL's own exit handler (registered later, during MPI_Init) has torn
 // libcrypto down, and finalizing then crashed the rank and lost its audit log. An atexit
 // handler registered at the end of MPI_Init runs before OpenSSL's.
+// Not in a child made by fork(): it is not a rank (core/runtime.cpp).
 void finalize_at_exit() noexcept {
-  if (g_active.load()) (void)MPI_Finalize();
+  if (g_active.load() && ::getpid() == g_init_pid) (void)MPI_Finalize();
 }
 
 }  // namespace
@@ -617,6 +619,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     g_universe_size = sempi_mpi_comm_world.comm.size();
     g_main_thread = std::this_thread::get_id();
     g_active = true;
+    g_init_pid = ::getpid();
     std::atexit(finalize_at_exit);
     g_thread_level = required;
     if (provided != nullptr) *provided = required;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs one MPI test program under sempirun. Programs named fatal_* must fail: they check that
 # the default MPI_ERRORS_ARE_FATAL handler takes the job down with a nonzero status and names the
-# error class. Usage: run_mpi_test.sh SEMPIRUN PROGRAM NRANKS [POLICY]
+# error class. The audit logs of the others must verify.
+# Usage: run_mpi_test.sh SEMPIRUN PROGRAM NRANKS [POLICY]
 set -uo pipefail
 sempirun="$1"
 program="$2"
@@ -28,4 +29,15 @@ case "$(basename "$program")" in
     exit 0
     ;;
 esac
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+# What the job logged must verify: a program's own calls (a forked child's exit, say) must not
+# break the chain or the seal.
+sempi="$(dirname "$sempirun")/sempi"
+shopt -s nullglob
+for dir in "$work"/sempi-audit/*/; do
+  if ! "$sempi" audit verify "$dir"; then
+    echo "the job's audit logs do not verify" >&2
+    exit 1
+  fi
+done
+exit 0
