@@ -19,20 +19,18 @@ namespace {
 // Freed-but-active requests (MPI_Request_free): their buffers stay alive until they finish.
 std::mutex g_detached_mu;
 std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
-// How many of them are reaped after every call, not only at the next Wait or Test: a count read
-// without the lock, so every other call stays cheap.
-std::atomic<std::size_t> g_detached_reaped_per_call{0};
+// Their number, read without the lock after every call: a program that frees requests in a
+// loop (fire-and-forget sends) must get them back without ever waiting, and a program that
+// frees none pays one load.
+std::atomic<std::size_t> g_detached_count{0};
+// How many are looked at after each call, rotating through the list: the cost of a call stays
+// bounded however many freed requests are still running.
+constexpr std::size_t kReapedPerCall = 32;
 
 // Those that write the program's memory when completed: a staged receive to unpack, a
 // collective's result (reaping drives them, as MPI_Test would).
 bool writes_on_completion(const sempi_mpi_request& r) {
   return r.staged_recv != nullptr || static_cast<bool>(r.on_complete);
-}
-
-// Those, and those holding a packed copy of their data (a non-contiguous send): a program that
-// frees such sends in a loop must not keep every copy until it next waits.
-bool reaped_after_every_call(const sempi_mpi_request& r) {
-  return writes_on_completion(r) || r.staged_send != nullptr;
 }
 
 void check_tag(int tag, bool allow_any) {
@@ -269,45 +267,54 @@ namespace {
 // reduction querying its datatype), whose MPI calls must not reap again under the same lock.
 thread_local bool t_reaping = false;
 
-void reap(bool only_per_call) {
+// Finished: completed (and freed) now. Progress is driven only for those that write the
+// program's memory on completion, or when `progress` is asked for (Wait and Test calls): the
+// others are only looked at, so that a pending one does not cost every call a progress round.
+bool reap_if_finished(sempi_mpi_request* r, bool progress) {
+  bool done = true;
+  try {
+    done = progress || writes_on_completion(*r) ? r->request.test().has_value()
+                                                : r->request.completed();
+  } catch (...) {  // nobody is left to report a freed request's error to
+  }
+  if (done) complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (not persistent)
+  return done;
+}
+
+// All of them (Wait and Test calls), or the next kReapedPerCall in turn (every other call).
+void reap(bool all) {
   if (t_reaping) return;
   std::lock_guard lock(g_detached_mu);
   t_reaping = true;
   struct Reset {
     ~Reset() { t_reaping = false; }
   } reset;
-  for (auto it = g_detached.begin(); it != g_detached.end();) {
-    if (only_per_call && !reaped_after_every_call(**it)) {
-      ++it;
-      continue;
-    }
-    bool done = true;
-    try {
-      if (only_per_call && !writes_on_completion(**it)) {
-        // Only holds a copy: looked at, not progressed, so that a pending one does not cost
-        // every MPI call a progress round.
-        done = (*it)->request.completed();
+  if (all) {
+    for (auto it = g_detached.begin(); it != g_detached.end();) {
+      if (reap_if_finished(*it, true)) {
+        it = g_detached.erase(it);
       } else {
-        done = (*it)->request.test().has_value();
+        ++it;
       }
-    } catch (...) {  // nobody is left to report a freed request's error to
     }
-    if (!done) {
-      ++it;
-      continue;
+  } else {
+    for (std::size_t i = std::min(kReapedPerCall, g_detached.size()); i > 0; --i) {
+      sempi_mpi_request* r = g_detached.front();
+      if (reap_if_finished(r, false)) {
+        g_detached.pop_front();
+      } else {
+        g_detached.splice(g_detached.end(), g_detached, g_detached.begin());  // next call: others
+      }
     }
-    sempi_mpi_request* r = *it;
-    it = g_detached.erase(it);
-    if (reaped_after_every_call(*r)) g_detached_reaped_per_call.fetch_sub(1, std::memory_order_relaxed);
-    complete(nullptr, *r, true, MPI_STATUS_IGNORE);  // frees it (detached ones are not persistent)
   }
+  g_detached_count.store(g_detached.size(), std::memory_order_relaxed);
 }
 }  // namespace
 
-void reap_detached() { reap(false); }
+void reap_detached() { reap(true); }
 
 void reap_detached_per_call() {
-  if (g_detached_reaped_per_call.load(std::memory_order_relaxed) != 0) reap(true);
+  if (g_detached_count.load(std::memory_order_relaxed) != 0) reap(false);
 }
 
 void settle_detached_at_finalize() {
@@ -329,7 +336,7 @@ void discard_detached() noexcept {
     release(nullptr, *r);
   }
   g_detached.clear();
-  g_detached_reaped_per_call.store(0, std::memory_order_relaxed);
+  g_detached_count.store(0, std::memory_order_relaxed);
 }
 
 namespace {
@@ -562,31 +569,41 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   });
 }
 
+namespace {
+
+// MPI_Waitall's completion of every request, for MPI_Waitall and for MPI_Testall once all are
+// complete: errors name `function`, the call the program made.
+int complete_all(const char* function, int count, MPI_Request requests[], MPI_Status statuses[]) {
+  MPI_Errhandler handler = MPI_ERRORS_RETURN;
+  Outcome first;
+  for (int i = 0; i < count; ++i) {
+    MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+    if (requests[i] == MPI_REQUEST_NULL) {
+      empty_status(status);
+      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_SUCCESS;
+      continue;
+    }
+    const MPI_Errhandler h = requests[i]->handler();
+    const Outcome o = *complete(&requests[i], *requests[i], true, status);
+    if (o.code != MPI_SUCCESS && first.code == MPI_SUCCESS) {
+      first = o;
+      handler = h;
+    }
+    if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = o.code;
+  }
+  if (first.code == MPI_SUCCESS) return MPI_SUCCESS;
+  // With statuses, the per-request codes are in them (MPI 3.1 section 3.7.5).
+  return raise_code(handler, function,
+                    statuses == MPI_STATUSES_IGNORE ? first.code : MPI_ERR_IN_STATUS,
+                    first.message);
+}
+
+}  // namespace
+
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return guarded(MPI_COMM_WORLD, "MPI_Waitall", [&] {
     check_request_array(count, requests);
-    MPI_Errhandler handler = MPI_ERRORS_RETURN;
-    Outcome first;
-    for (int i = 0; i < count; ++i) {
-      MPI_Status* status = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-      if (requests[i] == MPI_REQUEST_NULL) {
-        empty_status(status);
-        if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = MPI_SUCCESS;
-        continue;
-      }
-      const MPI_Errhandler h = requests[i]->handler();
-      const Outcome o = *complete(&requests[i], *requests[i], true, status);
-      if (o.code != MPI_SUCCESS && first.code == MPI_SUCCESS) {
-        first = o;
-        handler = h;
-      }
-      if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = o.code;
-    }
-    if (first.code == MPI_SUCCESS) return MPI_SUCCESS;
-    // With statuses, the per-request codes are in them (MPI 3.1 section 3.7.5).
-    return raise_code(handler, "MPI_Waitall",
-                      statuses == MPI_STATUSES_IGNORE ? first.code : MPI_ERR_IN_STATUS,
-                      first.message);
+    return complete_all("MPI_Waitall", count, requests, statuses);
   });
 }
 
@@ -607,7 +624,7 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
       }
     }
     *flag = 1;
-    return MPI_Waitall(count, requests, statuses);
+    return complete_all("MPI_Testall", count, requests, statuses);
   });
 }
 
@@ -705,7 +722,7 @@ int MPI_Request_free(MPI_Request* request) {
     r->persistent = false;  // so completion frees it
     std::lock_guard lock(g_detached_mu);
     g_detached.push_back(r);
-    if (reaped_after_every_call(*r)) g_detached_reaped_per_call.fetch_add(1, std::memory_order_relaxed);
+    g_detached_count.store(g_detached.size(), std::memory_order_relaxed);
   });
 }
 
