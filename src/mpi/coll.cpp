@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -129,11 +130,17 @@ Blocks blocks_of(const int counts[], const int displs[], int n, const TypeMap& t
   for (int r = 0; r < n; ++r) {
     check_count(counts[r]);
     b.counts.push_back(counts[r]);
-    b.user_displs.push_back(static_cast<std::int64_t>(displs[r]) * t.extent());
+    std::int64_t displ = 0;
+    if (__builtin_mul_overflow(static_cast<std::int64_t>(displs[r]), t.extent(), &displ)) {
+      fail(MPI_ERR_ARG,
+           "displacement " + std::to_string(displs[r]) + " times the type's extent overflows");
+    }
+    b.user_displs.push_back(displ);
     b.bytes.push_back(bytes_of(counts[r], t));
     if (t.contiguous()) {
-      b.displs.push_back(static_cast<std::size_t>(displs[r] * t.extent()));
-      b.total = std::max(b.total, b.displs.back() + b.bytes.back());
+      // May be negative (MPI allows it): as an offset it wraps, as pointer arithmetic does. The
+      // blocks' span, when it is needed (a copy in place), comes from user_displs.
+      b.displs.push_back(static_cast<std::size_t>(displ));
     } else {
       b.displs.push_back(b.total);
       b.total += b.bytes.back();
@@ -637,12 +644,28 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
     const int* scounts = in_place ? recvcounts : sendcounts;
     const int* sdisp = in_place ? rdispls : sdispls;
     const auto& st = in_place ? rt : type_of(sendtype);
-    const Blocks sb = blocks_of(scounts, sdisp, n, *st);
+    Blocks sb = blocks_of(scounts, sdisp, n, *st);
     std::vector<Staging> staging(2);  // send, receive
     const void* send = send_blocks_view(sbuf, scounts, sdisp, n, *st, sb, staging[0]);
     if (in_place && !staging[0].data) {
-      staging[0].allocate(sb.total);
-      if (sb.total > 0) std::memcpy(staging[0].data.get(), send, sb.total);
+      // Contiguous blocks sent from where they are received: copied first, the whole span
+      // from the lowest displacement (negative ones too) to the highest end, and the
+      // displacements rebased onto the copy.
+      std::int64_t low = std::numeric_limits<std::int64_t>::max();
+      std::int64_t high = std::numeric_limits<std::int64_t>::min();
+      for (std::size_t k = 0; k < sb.bytes.size(); ++k) {
+        if (sb.bytes[k] == 0) continue;
+        low = std::min(low, sb.user_displs[k]);
+        high = std::max(high, sb.user_displs[k] + static_cast<std::int64_t>(sb.bytes[k]));
+      }
+      if (low > high) low = high = 0;  // nothing to send
+      const auto span = static_cast<std::size_t>(high - low);
+      staging[0].allocate(span);
+      if (span > 0)
+        std::memcpy(staging[0].data.get(), static_cast<const std::byte*>(send) + low, span);
+      for (std::size_t k = 0; k < sb.bytes.size(); ++k) {
+        sb.displs[k] = sb.bytes[k] == 0 ? 0 : static_cast<std::size_t>(sb.user_displs[k] - low);
+      }
       send = staging[0].data.get();
     }
     void* recv = recv_blocks_view(recvbuf, *rt, rb, staging[1]);

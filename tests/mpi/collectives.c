@@ -190,6 +190,26 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, all, rcounts, rdispls, MPI_INT,
                           MPI_COMM_WORLD));
   for (int r = 0; r < size; ++r) CHECK(all[2 * r] == r * 100 + rank && all[2 * r + 1] == -r);
+  /* In place with negative displacements (MPI allows them): block r sits r - size ints before
+   * the buffer pointer, in reverse order. */
+  {
+    int* base = malloc((size_t)(2 * size + 1) * sizeof(int));
+    CHECK(base != NULL);
+    int* buf = base + 2 * size;
+    for (int r = 0; r < size; ++r) {
+      rcounts[r] = 1;
+      rdispls[r] = -2 * r - 1;
+      buf[rdispls[r]] = rank * 100 + r;
+      base[2 * size - 2 * r - 2] = -7; /* the gaps stay as they are */
+    }
+    CHECK_MPI(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, buf, rcounts, rdispls, MPI_INT,
+                            MPI_COMM_WORLD));
+    for (int r = 0; r < size; ++r) {
+      CHECK(buf[-2 * r - 1] == r * 100 + rank);
+      CHECK(base[2 * size - 2 * r - 2] == -7);
+    }
+    free(base);
+  }
 
   /* Collectives on a duplicate and with zero counts. */
   MPI_Comm dup;
