@@ -141,6 +141,16 @@ class SignalPipe {
     }
     action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     ::sigaction(SIGCHLD, &action, &saved_[SIGCHLD]);
+    // The signal mask survives exec: a parent that blocked these (a supervisor that blocks
+    // signals around its fork) would leave Ctrl-C and SIGTERM without effect, and a
+    // scheduler would escalate to SIGKILL, leaving the log unsealed.
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    for (const int sig : handled) {
+      if ((inherited_ignored_ & (std::uint64_t{1} << sig)) == 0) sigaddset(&unblock, sig);
+    }
+    sigaddset(&unblock, SIGCHLD);
+    ::pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &ignore, &saved_[SIGPIPE]);
@@ -400,6 +410,9 @@ class Launcher::Job {
     deliver_output(signals);
     return exit_status_.value_or(0);
   }
+
+  /// The signal that ended the job (SIGINT, SIGTERM, ...), 0 if none did.
+  [[nodiscard]] int interrupted_by() const noexcept { return interrupted_by_; }
 
  private:
   struct Rank {
@@ -873,6 +886,7 @@ class Launcher::Job {
     if (!ends_the_job(signo)) return;  // SIGCHLD: see reap()
     if (!exit_status_) {
       report("interrupted; terminating the job");
+      interrupted_by_ = signo;
       cause(kExitSignalBase + signo, "sempirun was interrupted", true);
       return;
     }
@@ -1291,6 +1305,7 @@ class Launcher::Job {
   OpenLine* stderr_line_ = &stdout_line_;  // the one stderr_ writes to
   std::uint32_t running_ = 0;
   std::optional<int> exit_status_;
+  int interrupted_by_ = 0;  // the signal that ended the job, if one did (Launcher::interrupted_by)
   std::optional<TimePoint> job_deadline_;
   std::optional<TimePoint> enroll_deadline_;  // armed by the first enrollment, until the last
   std::optional<TimePoint> term_at_;
@@ -1313,7 +1328,9 @@ Launcher::~Launcher() = default;
 
 int Launcher::run() {
   Job job(options_, policy_);
-  return job.run();
+  const int status = job.run();
+  interrupted_by_ = job.interrupted_by();
+  return status;
 }
 
 }  // namespace sempi::launch

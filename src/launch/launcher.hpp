@@ -35,11 +35,15 @@ class Launcher {
   /// Diagnostics go to stderr as "sempirun: ...". Throws only if the job cannot be set up
   /// (e.g. the job CA cannot be created), before any rank started.
   int run();
+  /// After run(): the signal to sempirun that ended the job, 0 if none did. Its exit status is
+  /// then 128 + the signal; main re-raises it once the launcher is gone, as a shell expects.
+  [[nodiscard]] int interrupted_by() const noexcept { return interrupted_by_; }
 
  private:
   class Job;
   LaunchOptions options_;
   policy::PolicyDocument policy_;
+  int interrupted_by_ = 0;
 };
 
 }  // namespace sempi::launch

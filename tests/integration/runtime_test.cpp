@@ -345,7 +345,35 @@ TEST(Failure, SigintToTheLauncherTearsTheJobDown) {
       });
   EXPECT_TRUE(was_running) << result.output;
   EXPECT_EQ(result.exit_code, 130) << result.output;
+  // Died of SIGINT after the teardown, not exited with 130: a shell loop stops on Ctrl-C.
+  EXPECT_EQ(result.signal, SIGINT) << result.output;
+  EXPECT_NE(result.output.find("interrupted; terminating the job"), std::string::npos)
+      << result.output;
   EXPECT_LT(std::chrono::steady_clock::now() - interrupted, 30s) << result.output;
+}
+
+// Started with SIGTERM blocked (the mask survives exec: a supervisor that blocks signals
+// around its fork), sempirun still ends the job on SIGTERM, where it used to ignore it.
+TEST(Failure, SigtermEndsTheJobEvenIfBlockedWhenSempirunStarted) {
+  const TempDir dir;
+  const auto ready = std::filesystem::path(dir.path()) / "ready";
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigset_t saved;
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &term, &saved), 0);  // the child inherits it
+  const auto result = run_job(
+      {SEMPIRUN_PATH, "-n", "2", P2P_CHECK_PATH, "sleep", ready.string()}, 90s, [&](pid_t pid) {
+        const auto give_up = std::chrono::steady_clock::now() + 60s;
+        while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(10ms);
+        }
+        ::kill(pid, SIGTERM);
+      });
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &saved, nullptr), 0);
+  EXPECT_EQ(result.signal, SIGTERM) << result.output;
+  EXPECT_NE(result.output.find("interrupted; terminating the job"), std::string::npos)
+      << result.output;
 }
 
 }  // namespace

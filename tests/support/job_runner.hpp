@@ -25,6 +25,7 @@ namespace sempi::test {
 
 struct JobResult {
   int exit_code = -1;  // as a shell reports it: 128+N for signal N
+  int signal = 0;      // the signal that killed it, 0 if it exited
   std::string output;
   double seconds = 0;
 };
@@ -71,6 +72,7 @@ inline JobResult run_job(const std::vector<std::string>& argv, std::chrono::seco
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   ::lseek(out, 0, SEEK_SET);
   char buf[4096];
   ssize_t n = 0;

@@ -1,6 +1,9 @@
 // `sempirun`: starts an MPI-style job of N ranks with a job CA that lives only in this process.
 // All the logic is in src/launch; this file maps it onto argv, stdout/stderr and exit codes.
 
+#include <pthread.h>
+
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +15,8 @@
 #include "sempi/version.hpp"
 
 namespace {
+
+bool dumps_core(int signo) { return signo == SIGQUIT || signo == SIGXCPU || signo == SIGXFSZ; }
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "sempirun: error: %s\n(run 'sempirun --help' for usage)\n", message.c_str());
@@ -51,11 +56,27 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  int status = kExitUsage;
+  int interrupted_by = 0;
   try {
     Launcher launcher(std::move(parsed.options), std::move(policy));
-    return launcher.run();
+    status = launcher.run();
+    interrupted_by = launcher.interrupted_by();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sempirun: error: %s\n", e.what());
     return kExitUsage;
   }
+  // Ended by a signal, with the job torn down and its log sealed: die of that signal, so that
+  // a shell running sempirun in a loop stops on Ctrl-C too (it goes on when its child merely
+  // exited with 130). Not for signals that would dump core: 128 + N says as much.
+  if (interrupted_by != 0 && !dumps_core(interrupted_by)) {
+    std::fflush(nullptr);
+    std::signal(interrupted_by, SIG_DFL);
+    sigset_t just_this;
+    sigemptyset(&just_this);
+    sigaddset(&just_this, interrupted_by);
+    ::pthread_sigmask(SIG_UNBLOCK, &just_this, nullptr);
+    std::raise(interrupted_by);
+  }
+  return status;
 }
