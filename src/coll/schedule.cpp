@@ -87,6 +87,9 @@ void Schedule::post_round(std::size_t index) {
   posted_.clear();
   posted_round_ = index;
   const auto& round = rounds_[index];
+  // Room first: a request the engine posted must be in posted_, or a failure would neither
+  // cancel it nor wait for it.
+  posted_.reserve(round.transfers.size());
   // Receives first, so a message from a fast peer finds its receive posted.
   for (const auto& t : round.transfers) {
     if (!t.is_send) {
@@ -266,6 +269,9 @@ class Schedule::Driver final : public RequestDriver {
   ~Driver() override { give_up(); }
 
   void abandon() noexcept override {
+    // Without a runtime (after finalize, or in a child made by fork(), where another thread
+    // of the parent may have held busy_) there is nothing to give up, and nobody to wait for.
+    if (Runtime::current() == nullptr) return;
     const Exclusive hold(busy_);
     give_up();
   }

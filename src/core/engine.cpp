@@ -466,10 +466,10 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
         peer->awaiting_sync_[header.aux] = request;
         request->pending_parts = 2;
       }
-      id = peer->channel_->enqueue(header, {data, bytes},
-                                   [this, request, world](std::error_code ec) {
-                                     part_done(request, ec, world);
-                                   });
+      id = peer->channel_->enqueue(
+          header, {data, bytes},
+          [this, request, world](std::error_code ec) { part_done(request, ec, world); },
+          request.get());
     }
   } else {
     // Rendezvous (large, or no eager credit left): announce the size; the data follows the
@@ -509,10 +509,10 @@ void Engine::send_rendezvous_data(Peer& peer, SendRendezvous& transfer) {
     header.aux = transfer.rendezvous_id;
     if (i + 1 == count) header.flags = flags::kLast;
     auto request = transfer.request;
-    peer.channel_->enqueue(header, {transfer.data + offset, n},
-                           [this, request, world](std::error_code ec) {
-                             part_done(request, ec, world);
-                           });
+    peer.channel_->enqueue(
+        header, {transfer.data + offset, n},
+        [this, request, world](std::error_code ec) { part_done(request, ec, world); },
+        request.get());
     offset += n;
   }
   flush_peer(peer);
@@ -657,14 +657,19 @@ void Engine::abandon(RequestState& request) noexcept {
       Peer* peer = request.peer_hint >= 0 && request.peer_hint != config_.world_rank
                        ? peers_[static_cast<std::size_t>(request.peer_hint)].get()
                        : nullptr;
-      if (data == nullptr || peer == nullptr || request.abandoned_copy) return;
+      // A failed peer's channel is closed (or null until the closed one goes): it only fails
+      // its queued frames, never reads them again.
+      if (data == nullptr || peer == nullptr || peer->failed_ || !peer->channel_ ||
+          request.abandoned_copy) {
+        return;
+      }
       try {
-        auto copy = std::make_unique<std::uint8_t[]>(request.capacity);
+        auto copy = std::make_unique_for_overwrite<std::uint8_t[]>(request.capacity);
         copy_bytes(copy.get(), data, request.capacity);
         for (auto& [id, transfer] : peer->send_rendezvous_) {
           if (transfer.request.get() == &request) transfer.data = copy.get();
         }
-        peer->channel_->move_payloads({data, request.capacity}, copy.get());
+        peer->channel_->move_payloads(&request, {data, request.capacity}, copy.get());
         request.buffer = copy.get();
         request.abandoned_copy = std::move(copy);
         return;

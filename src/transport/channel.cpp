@@ -437,7 +437,7 @@ std::error_code Channel::fail(std::error_code code, std::string detail) {
 }
 
 std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t> payload,
-                               SendCompletion done) {
+                               SendCompletion done, const void* owner) {
   if (failed()) {
     if (done) done(failure_.code);
     return next_out_sequence_;
@@ -458,15 +458,20 @@ std::uint64_t Channel::enqueue(FrameHeader header, std::span<const std::uint8_t>
     item.large = payload;
   }
   item.done = std::move(done);
+  item.owner = owner;
   outbound_.push_back(std::move(item));
   return header.sequence;
 }
 
-void Channel::move_payloads(std::span<const std::uint8_t> from, const std::uint8_t* to) noexcept {
+void Channel::move_payloads(const void* owner, std::span<const std::uint8_t> from,
+                            const std::uint8_t* to) noexcept {
   const auto begin = reinterpret_cast<std::uintptr_t>(from.data());
   for (Outbound& item : outbound_) {
     const auto at = reinterpret_cast<std::uintptr_t>(item.large.data());
-    if (item.large.empty() || at < begin || at - begin + item.large.size() > from.size()) continue;
+    if (item.owner != owner || item.large.empty() || at < begin ||
+        at - begin + item.large.size() > from.size()) {
+      continue;
+    }
     item.large = {to + (at - begin), item.large.size()};
   }
 }

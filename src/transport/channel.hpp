@@ -143,11 +143,13 @@ class Channel {
 
   /// Queues a frame; the channel assigns the sequence number. A frame counts as written once TLS
   /// has encrypted it; the records may still sit in the socket BIO's buffer (several records go
-  /// out in one send(), see socket_bio.hpp) until flush() drains it. The payload is copied if small,
-  /// otherwise referenced: it must stay valid until `done` runs. A payload larger than the peer's
-  /// max_frame_payload is refused immediately (errc::frame_too_large via `done`).
-  /// Returns the sequence number the frame carries (the peer sees the same number).
-  std::uint64_t enqueue(FrameHeader header, std::span<const std::uint8_t> payload, SendCompletion done);
+  /// out in one send(), see socket_bio.hpp) until flush() drains it. The payload is copied if
+  /// small, otherwise referenced: it must stay valid until `done` runs. A payload larger than the
+  /// peer's max_frame_payload is refused immediately (errc::frame_too_large via `done`). Returns
+  /// the sequence number the frame carries (the peer sees the same number). `owner` tags the frame
+  /// for move_payloads() (the engine's request; null: none).
+  std::uint64_t enqueue(FrameHeader header, std::span<const std::uint8_t> payload,
+                        SendCompletion done, const void* owner = nullptr);
   /// The small-message fast path: when nothing is queued and the payload is small enough to be
   /// copied, the frame is handed to TLS at once (or, if TLS cannot take it now, copied into the
   /// queue), so the caller's buffer is free on return and nothing is allocated. Returns the
@@ -155,9 +157,11 @@ class Channel {
   /// failed, or the payload is large): the caller then uses enqueue(). As with enqueue(), the
   /// records may wait in the socket BIO until flush().
   std::optional<std::uint64_t> send_now(FrameHeader header, std::span<const std::uint8_t> payload);
-  /// Queued frames whose payload lies in `from` read it from the same place in `to` (a copy
-  /// of `from`) from now on: the caller is about to give `from` up.
-  void move_payloads(std::span<const std::uint8_t> from, const std::uint8_t* to) noexcept;
+  /// The queued frames of `owner` whose payload lies in `from` read it from the same place in
+  /// `to` (a copy of `from`) from now on: the owner is about to give `from` up. Only its own:
+  /// another send of the same buffer keeps reading it (and must not outlive the copy).
+  void move_payloads(const void* owner, std::span<const std::uint8_t> from,
+                     const std::uint8_t* to) noexcept;
   /// Writes queued frames without blocking. Returns the channel failure, if any.
   std::error_code flush();
   /// True while queued bytes remain; the caller waits for writability.
@@ -204,6 +208,7 @@ class Channel {
     std::span<const std::uint8_t> large;
     std::size_t written = 0;  // bytes of (small or header+large) handed to TLS
     SendCompletion done;
+    const void* owner = nullptr;  // see enqueue()
     [[nodiscard]] std::size_t total() const {
       return small.empty() ? kFrameHeaderSize + large.size() : small.size();
     }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "sempi/error.hpp"
@@ -519,6 +520,50 @@ TEST(Channel, SendNowFallsBackToTheQueueWhenTheSocketIsFull) {
   ASSERT_NO_FATAL_FAILURE(flush_until_written(*pair.client));
   EXPECT_EQ(completed, 1);
   EXPECT_EQ(receiver.get(), frames);
+}
+
+// A send whose Request is dropped moves its queued frames to a copy of its data
+// (Engine::abandon): only its own. Another queued send of the same buffer keeps reading the
+// buffer, or it would read the copy after the dropped send's frames freed it.
+TEST(Channel, MovedPayloadsAreOnlyTheOwnersFrames) {
+  TestJob job(2);
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  std::vector<std::vector<std::uint8_t>> filler;
+  for (int i = 0; i < 100000; ++i) {  // nobody reads yet: the socket fills up
+    filler.push_back(pattern(4000, i));
+    FrameHeader h;
+    h.tag = i;
+    if (!pair.client->send_now(h, filler.back())) {
+      filler.pop_back();
+      break;
+    }
+  }
+  ASSERT_LT(filler.size(), 100000u) << "the socket never filled up";
+  const std::vector<std::uint8_t> shared(9000, 'b');  // above the copy threshold: referenced
+  const std::vector<std::uint8_t> copy(9000, 'c');
+  const int dropped = 0;
+  const int kept = 0;
+  FrameHeader h;
+  h.tag = -1;
+  pair.client->enqueue(h, shared, nullptr, &dropped);
+  h.tag = -2;
+  pair.client->enqueue(h, shared, nullptr, &kept);
+  pair.client->move_payloads(&dropped, shared, copy.data());
+  auto receiver = std::async(std::launch::async, [&] {
+    std::map<int, std::vector<std::uint8_t>> got;
+    for (std::size_t i = 0; i < filler.size() + 2; ++i) {
+      FrameHeader r;
+      std::vector<std::uint8_t> payload;
+      if (pair.server->receive_frame(r, payload, long_deadline())) break;
+      if (r.tag < 0) got[r.tag] = std::move(payload);
+    }
+    return got;
+  });
+  ASSERT_NO_FATAL_FAILURE(flush_until_written(*pair.client));
+  auto got = receiver.get();
+  EXPECT_EQ(got[-1], copy);
+  EXPECT_EQ(got[-2], shared);
 }
 
 // The socket BIO takes everything queued on the socket in one recv(); what the first frame did
