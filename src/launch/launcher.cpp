@@ -470,6 +470,7 @@ class Launcher::Job {
       throw;
     }
     heads_.assign(options_.size, std::nullopt);
+    welcome_queued_.assign(options_.size, false);
     welcomed_.assign(options_.size, false);
     const auto rules = policy::Policy::compile(policy_);
     audit_->event(
@@ -517,8 +518,10 @@ class Launcher::Job {
           cut_off = std::move(end->cut_off);
           source = "file";
         } else {
-          // A rank creates its log once welcomed: without one, it never joined, or the log
-          // is gone (deleted by a rank, say), which verify must report.
+          // A rank creates its log once welcomed: without one, it never joined (never had the
+          // welcome's last byte), or the log is gone (deleted by a rank, say), which verify
+          // must report; or it died between the welcome and creating its log, which verify's
+          // finding mentions.
           source = welcomed_[r] ? "missing" : "none";
         }
       }
@@ -1084,6 +1087,8 @@ class Launcher::Job {
       if (error != EPIPE) blame_stalled_reader(r, "(" + std::string(std::strerror(error)) + ")");
       return;
     }
+    // All of it written: a welcome among it was delivered (seal_audit).
+    if (fd.valid() && !welcome_queued_.empty() && welcome_queued_[r]) welcomed_[r] = true;
     drop_unsent(rank);
   }
 
@@ -1163,7 +1168,7 @@ class Launcher::Job {
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
-          if (!welcomed_.empty()) welcomed_[w] = true;
+          if (!welcome_queued_.empty()) welcome_queued_[w] = true;
           send(w, welcome);
         }
       }
@@ -1317,7 +1322,9 @@ class Launcher::Job {
   std::unique_ptr<audit::AuditLog> audit_;
   std::optional<audit::SealKey> seal_key_;
   std::vector<std::optional<audit::ChainHead>> heads_;
-  std::vector<bool> welcomed_;  // sent the welcome, after which a rank creates its log
+  // The welcome queued, and all of its bytes written: a rank creates its log once welcomed.
+  std::vector<bool> welcome_queued_;
+  std::vector<bool> welcomed_;
   std::string end_reason_;
 };
 

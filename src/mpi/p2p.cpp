@@ -18,14 +18,20 @@ namespace {
 
 // Freed-but-active requests (MPI_Request_free): their buffers stay alive until they finish.
 std::mutex g_detached_mu;
+// Those that write the program's memory when completed (see writes_on_completion): all are
+// tested after every call, so that the memory is written by the time the program can know the
+// operation finished.
+std::list<sempi_mpi_request*>
+    g_detached_writing;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+// The others (plain sends and receives, sends holding a packed copy): looked at
+// kReapedPerCall at a time after each call, in turn, so that a call's cost stays bounded
+// however many are still running.
 std::list<sempi_mpi_request*> g_detached;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+constexpr std::size_t kReapedPerCall = 32;
 // Their number, read without the lock after every call: a program that frees requests in a
 // loop (fire-and-forget sends) must get them back without ever waiting, and a program that
 // frees none pays one load.
 std::atomic<std::size_t> g_detached_count{0};
-// How many are looked at after each call, rotating through the list: the cost of a call stays
-// bounded however many freed requests are still running.
-constexpr std::size_t kReapedPerCall = 32;
 
 // Those that write the program's memory when completed: a staged receive to unpack, a
 // collective's result (reaping drives them, as MPI_Test would).
@@ -281,7 +287,19 @@ bool reap_if_finished(sempi_mpi_request* r, bool progress) {
   return done;
 }
 
-// All of them (Wait and Test calls), or the next kReapedPerCall in turn (every other call).
+// Reaps every finished one of `list`.
+void reap_all(std::list<sempi_mpi_request*>& list, bool progress) {
+  for (auto it = list.begin(); it != list.end();) {
+    if (reap_if_finished(*it, progress)) {
+      it = list.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// All of them (Wait and Test calls), or after every other call those that write memory and
+// the next kReapedPerCall others in turn.
 void reap(bool all) {
   if (t_reaping) return;
   std::lock_guard lock(g_detached_mu);
@@ -289,25 +307,19 @@ void reap(bool all) {
   struct Reset {
     ~Reset() { t_reaping = false; }
   } reset;
+  reap_all(g_detached_writing, true);
   if (all) {
-    for (auto it = g_detached.begin(); it != g_detached.end();) {
-      if (reap_if_finished(*it, true)) {
-        it = g_detached.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    reap_all(g_detached, true);
   } else {
     for (std::size_t i = std::min(kReapedPerCall, g_detached.size()); i > 0; --i) {
-      sempi_mpi_request* r = g_detached.front();
-      if (reap_if_finished(r, false)) {
+      if (reap_if_finished(g_detached.front(), false)) {
         g_detached.pop_front();
       } else {
         g_detached.splice(g_detached.end(), g_detached, g_detached.begin());  // next call: others
       }
     }
   }
-  g_detached_count.store(g_detached.size(), std::memory_order_relaxed);
+  g_detached_count.store(g_detached_writing.size() + g_detached.size(), std::memory_order_relaxed);
 }
 }  // namespace
 
@@ -320,10 +332,12 @@ void reap_detached_per_call() {
 void settle_detached_at_finalize() {
   {
     std::lock_guard lock(g_detached_mu);
-    for (sempi_mpi_request* r : g_detached) {
-      // A freed receive nothing matched will never complete: cancelled, as MPI_Finalize does
-      // with any receive still posted. Sends run on: finalize flushes what is queued.
-      if (r->kind == sempi_mpi_request::Kind::recv) r->request.cancel();
+    for (auto* list : {&g_detached_writing, &g_detached}) {
+      for (sempi_mpi_request* r : *list) {
+        // A freed receive nothing matched will never complete: cancelled, as MPI_Finalize
+        // does with any receive still posted. Sends run on: finalize flushes what is queued.
+        if (r->kind == sempi_mpi_request::Kind::recv) r->request.cancel();
+      }
     }
   }
   reap_detached();
@@ -331,11 +345,13 @@ void settle_detached_at_finalize() {
 
 void discard_detached() noexcept {
   std::lock_guard lock(g_detached_mu);
-  for (sempi_mpi_request* r : g_detached) {
-    r->persistent = false;
-    release(nullptr, *r);
+  for (auto* list : {&g_detached_writing, &g_detached}) {
+    for (sempi_mpi_request* r : *list) {
+      r->persistent = false;
+      release(nullptr, *r);
+    }
+    list->clear();
   }
-  g_detached.clear();
   g_detached_count.store(0, std::memory_order_relaxed);
 }
 
@@ -721,8 +737,9 @@ int MPI_Request_free(MPI_Request* request) {
     // Still running: it completes in the background; its buffers live until then.
     r->persistent = false;  // so completion frees it
     std::lock_guard lock(g_detached_mu);
-    g_detached.push_back(r);
-    g_detached_count.store(g_detached.size(), std::memory_order_relaxed);
+    (writes_on_completion(*r) ? g_detached_writing : g_detached).push_back(r);
+    g_detached_count.store(g_detached_writing.size() + g_detached.size(),
+                           std::memory_order_relaxed);
   });
 }
 
