@@ -91,13 +91,13 @@ Runtime* Runtime::current() noexcept { return g_current.load(std::memory_order_a
 
 namespace {
 
+// Kept reachable from here (never freed): what a leak checker sees as in use, not lost.
+Runtime* volatile g_parents_runtime = nullptr;  // volatile: a store nobody reads must stay
+
 // A child made by fork() is not a rank: it has none of the engine's threads, and its copies of
 // the rank's sockets and audit log are the rank's. It forgets the runtime, without tearing it
 // down (which would write to them): sempi calls in the child then fail as before MPI_Init,
 // and its exit leaves the parent's channels and log alone.
-// Kept reachable from here (never freed): what a leak checker sees as in use, not lost.
-Runtime* volatile g_parents_runtime = nullptr;  // volatile: a store nobody reads must stay
-
 void forget_runtime_in_child() noexcept {
   g_current.store(nullptr, std::memory_order_relaxed);
   g_parents_runtime = g_runtime.release();
