@@ -18,8 +18,11 @@
 /// sempi::Error(ErrorClass::op) from the collective, before any communication.
 ///
 /// Thread safety: an Op is an immutable value; copies may be used from any thread. A
-/// user-defined callable may run on whichever thread drives the collective (the caller, or
-/// the thread that waits on / tests a nonblocking collective's Request).
+/// user-defined callable runs on whichever application thread drives the collective: the
+/// caller of a blocking one; for a nonblocking one, any thread inside any sempi wait or test
+/// (MPI's progress rule: waits advance every collective in flight), never sempi's own thread.
+/// So one stateful callable shared by two nonblocking collectives may run on two threads at
+/// once.
 
 #include <cstddef>
 #include <functional>
@@ -40,7 +43,8 @@ class Op {
  public:
   /// A user-defined operation on raw memory: must compute inout[i] = in[i] op inout[i] for
   /// `count` elements of `type` (MPI_Op_create's semantics, `in` is the lower-ranked operand).
-  /// It may throw; the exception propagates out of the collective call (or Request::wait).
+  /// It may throw: a blocking collective rethrows the exception as it is; a nonblocking one's
+  /// Request::wait() throws sempi::RequestError(ErrorClass::op) with its message.
   using Function = std::function<void(const void* in, void* inout, int count, const ElementType& type)>;
 
   Op() : Op(BuiltinOp::sum) {}

@@ -2,8 +2,8 @@
 /// \file
 /// Handles to nonblocking operations.
 ///
-/// Thread safety: different Requests may be used from different threads at once; one Request
-/// must not be waited on by two threads at the same time.
+/// Thread safety: different Requests may be used from different threads at once; one Request,
+/// or two copies of it, must not be waited on or tested by two threads at the same time.
 
 #include <cstddef>
 #include <memory>

@@ -833,6 +833,8 @@ INSTANTIATE_TEST_SUITE_P(
                     UsageCase{{"-n", "abc", "true"}, "-n must be an integer"},
                     UsageCase{{"-n", "5000", "true"}, "-n must be between 1 and 4096"},
                     UsageCase{{"--bogus", "true"}, "unknown option '--bogus'"},
+                    // The terminal sees an escape in an argument as text, not as a command.
+                    UsageCase{{"--\x1b[2J", "true"}, "unknown option '--\\x1b[2J'"},
                     UsageCase{{"--timeout", "0", "true"}, "--timeout must be between"},
                     UsageCase{{"--timeout", "soon", "true"}, "--timeout must be an integer"},
                     UsageCase{{"-x", "SEMPI_RANK=3", "true"}, "set by sempirun"},

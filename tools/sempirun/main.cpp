@@ -18,8 +18,11 @@ namespace {
 
 bool dumps_core(int signo) { return signo == SIGQUIT || signo == SIGXCPU || signo == SIGXFSZ; }
 
+// The message quotes the command line: escaped, so that an argument cannot send the terminal
+// control sequences.
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "sempirun: error: %s\n(run 'sempirun --help' for usage)\n", message.c_str());
+  std::fprintf(stderr, "sempirun: error: %s\n(run 'sempirun --help' for usage)\n",
+               sempi::printable_lines(message).c_str());
   return sempi::launch::kExitUsage;
 }
 
@@ -63,7 +66,7 @@ int main(int argc, char** argv) {
     status = launcher.run();
     interrupted_by = launcher.interrupted_by();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sempirun: error: %s\n", e.what());
+    std::fprintf(stderr, "sempirun: error: %s\n", sempi::printable_lines(e.what()).c_str());
     return kExitUsage;
   }
   // Ended by a signal, with the job torn down and its log sealed: die of that signal, so that
