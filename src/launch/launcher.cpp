@@ -62,6 +62,9 @@ constexpr std::size_t kMaxReportedText = 512;
 constexpr std::chrono::seconds kBlameGrace{3};
 /// How long the end of a job waits for a slow reader of its output before saying so.
 constexpr std::chrono::seconds kOutputNoticeDelay{1};
+// With --timeout, how long after it (or after the job's end, if later) sempirun still waits for
+// a reader to take the job's output: --timeout bounds sempirun's life, not only the ranks'.
+constexpr std::chrono::seconds kOutputGraceAfterTimeout{5};
 
 // Text that came from a rank (abort reasons, endpoints in error messages) is shown on a
 // terminal and embedded in JSON: printable ASCII only, bounded.
@@ -679,23 +682,42 @@ class Launcher::Job {
   void deliver_output(SignalPipe& signals) {
     auto notice_at = Clock::now() + kOutputNoticeDelay;
     bool noticed = false;
+    std::optional<TimePoint> give_up_at;
+    if (options_.timeout) {
+      give_up_at = std::max(started_ + *options_.timeout, Clock::now()) + kOutputGraceAfterTimeout;
+    }
     for (;;) {
       const bool out_done = stdout_->drained();  // both asked: each arms its own wake-up
       const bool err_done = stderr_->drained();
       if (out_done && err_done) return;
       const auto now = Clock::now();
+      if (give_up_at && now >= *give_up_at) {
+        if (!out_done) stdout_->abandon();
+        if (!err_done) stderr_->abandon();
+        // Read if stderr still is; an abandoned stderr drops it.
+        report(std::string("the reader did not take the job's output within --timeout; the rest ") +
+               "of its " + (out_done ? "stderr" : "stdout") + " is discarded");
+        return;
+      }
       if (!noticed && now >= notice_at) {
         noticed = true;
         report(std::string("the job has ended; waiting for the reader of ") +
                (out_done ? "stderr" : "stdout") +
                " to take the rest of its output (interrupt to discard it)");
       }
-      const auto wait = noticed ? kMaxPollWait
-                                : std::chrono::ceil<std::chrono::milliseconds>(notice_at - now);
+      auto wait =
+          noticed ? kMaxPollWait : std::chrono::ceil<std::chrono::milliseconds>(notice_at - now);
+      if (give_up_at) {
+        wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*give_up_at - now));
+      }
       pollfd p{signals.fd(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(wait.count()));
       for (const int sig : signals.take()) {
-        if (stops_the_job(sig)) notice_at += stop_the_job(sig);  // Ctrl-Z while a pager reads
+        if (stops_the_job(sig)) {  // Ctrl-Z while a pager reads: the time stopped does not count
+          const auto stopped = stop_the_job(sig);
+          notice_at += stopped;
+          if (give_up_at) *give_up_at += stopped;
+        }
         if (ends_the_job(sig)) {
           stdout_->abandon();
           stderr_->abandon();

@@ -614,6 +614,19 @@ TEST(Sempirun, AnInterruptDiscardsOutputNobodyReads) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+// ... and with --timeout, a reader that never reads holds sempirun up for a few seconds more
+// at most: the rest of the output is discarded, with a word on stderr (which is read).
+TEST(Sempirun, TimeoutAlsoBoundsTheWaitForAReaderThatNeverReads) {
+  RunOptions stalled;
+  stalled.hold_stdout = [](const std::string&) { return true; };
+  const auto r = run_sempirun({"-n", "2", "--timeout", "2", "yes", "sempi"}, stalled);
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_TRUE(contains(r.err, kWaitingForStdout)) << describe(r);
+  EXPECT_TRUE(contains(r.err, "the reader did not take the job's output within --timeout"))
+      << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
 // Ctrl-Z still stops sempirun once the job has ended and it waits for a slow reader (a pager)
 // to take the rest of the output: that wait used to drop the stop signal.
 TEST(Sempirun, SigtstpStopsSempirunWhileItWaitsForAReader) {
