@@ -443,6 +443,9 @@ class Launcher::Job {
     std::string unsent;
     std::size_t unsent_from = 0;
     std::optional<TimePoint> unsent_deadline;  // kBootstrapWriteTimeout after the last progress
+    // The welcome queued, and all of its bytes written: a rank creates its log once welcomed.
+    bool welcome_queued = false;
+    bool welcomed = false;
   };
 
   // --- audit --------------------------------------------------------------------------------
@@ -473,8 +476,6 @@ class Launcher::Job {
       throw;
     }
     heads_.assign(options_.size, std::nullopt);
-    welcome_queued_.assign(options_.size, false);
-    welcomed_.assign(options_.size, false);
     const auto rules = policy::Policy::compile(policy_);
     audit_->event(
         "job.start", true, {},
@@ -525,7 +526,7 @@ class Launcher::Job {
           // welcome's last byte), or the log is gone (deleted by a rank, say), which verify
           // must report; or it died between the welcome and creating its log, which verify's
           // finding mentions.
-          source = welcomed_[r] ? "missing" : "none";
+          source = r < ranks_.size() && ranks_[r]->welcomed ? "missing" : "none";
         }
       }
       if (!head) head = audit::ChainHead{};
@@ -1110,7 +1111,7 @@ class Launcher::Job {
       return;
     }
     // All of it written: a welcome among it was delivered (seal_audit).
-    if (fd.valid() && !welcome_queued_.empty() && welcome_queued_[r]) welcomed_[r] = true;
+    if (fd.valid() && rank.welcome_queued) rank.welcomed = true;
     drop_unsent(rank);
   }
 
@@ -1190,7 +1191,7 @@ class Launcher::Job {
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
-          if (!welcome_queued_.empty()) welcome_queued_[w] = true;
+          ranks_[w]->welcome_queued = true;
           send(w, welcome);
         }
       }
@@ -1344,9 +1345,6 @@ class Launcher::Job {
   std::unique_ptr<audit::AuditLog> audit_;
   std::optional<audit::SealKey> seal_key_;
   std::vector<std::optional<audit::ChainHead>> heads_;
-  // The welcome queued, and all of its bytes written: a rank creates its log once welcomed.
-  std::vector<bool> welcome_queued_;
-  std::vector<bool> welcomed_;
   std::string end_reason_;
 };
 
