@@ -431,17 +431,18 @@ bool AuditLog::write_due(std::chrono::steady_clock::time_point now) const {
 
 void AuditLog::write_buffer() {
   std::size_t off = 0;
-  while (off < buffered_ && !write_failed_) {
+  while (off < buffered_ && write_error_.empty()) {
     const ssize_t n = ::write(fd_, buffer_.data() + off, buffered_ - off);
     if (n > 0) {
       off += static_cast<std::size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else {
-      // The log is now incomplete; `sempi audit verify` will report the gap. Say it once.
-      write_failed_ = true;
-      spdlog::error("sempi: cannot write audit log {}: {}", path_.string(),
-                    n < 0 ? std::strerror(errno) : "short write");
+      // The log is now incomplete. The chain goes on, and its head says why the file ends
+      // early, so that `sempi audit verify` reports lost records, not removed ones. Say it once.
+      write_error_ = n < 0 ? std::strerror(errno) : "write returned 0";
+      spdlog::error("sempi: cannot write audit log {}: {} (later records are lost)", path_.string(),
+                    write_error_);
     }
   }
   buffered_ = 0;
@@ -465,17 +466,21 @@ ChainHead AuditLog::close() {
     render_queued(SIZE_MAX);
     closed_ = true;
     if (buffered_ > 0) write_buffer();
-    ::fsync(fd_);
+    // A failed sync (EIO) may have lost what write() accepted: the head says so too.
+    if (::fsync(fd_) != 0 && errno != EINVAL && write_error_.empty()) {
+      write_error_ = std::string("fsync: ") + std::strerror(errno);
+      spdlog::error("sempi: cannot sync audit log {}: {}", path_.string(), write_error_);
+    }
     ::close(fd_);
     fd_ = -1;
   }
-  return {seq_, prev_};
+  return {seq_, prev_, write_error_};
 }
 
 ChainHead AuditLog::head() {
   std::lock_guard lock(mu_);
   render_queued(SIZE_MAX);
-  return {seq_, prev_};
+  return {seq_, prev_, write_error_};
 }
 
 }  // namespace sempi::audit

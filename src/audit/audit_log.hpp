@@ -84,6 +84,9 @@ Sha256 sha256(std::string_view text);
 struct ChainHead {
   std::int64_t seq = -1;
   std::string hash = kZeroHash;
+  /// Empty, or why records of this chain may be missing from the file: writing it failed
+  /// (no space, an I/O error), so the chain reached records the file never got.
+  std::string write_error{};
   bool operator==(const ChainHead&) const = default;
 };
 
@@ -212,7 +215,7 @@ class AuditLog {
   std::int64_t seq_ = -1;
   std::string prev_ = kZeroHash;  // always 64 hex digits, overwritten in place
   bool closed_ = false;
-  bool write_failed_ = false;
+  std::string write_error_;  // why writing the file failed; nothing is written after that
   std::uint64_t dropped_ = 0;
   std::int64_t ts_second_ = -1;      // the second ts_prefix_ was formatted for
   std::array<char, 19> ts_prefix_{};  // "YYYY-MM-DDTHH:MM:SS"

@@ -352,10 +352,20 @@ ChainCheck check_chain(const LogFile& file, const std::string& job, std::optiona
   return result;
 }
 
+// `write_error`: what the rank reported when its file could not take its whole chain.
 void compare_head(const LogFile& file, const ChainCheck& chain, std::int64_t seq,
-                  const std::string& hash, std::vector<Finding>& out) {
+                  const std::string& hash, const std::string& write_error,
+                  std::vector<Finding>& out) {
   if (chain.last.seq == seq && chain.last.hash == hash) return;
-  if (chain.max_seq < seq) {
+  if (chain.max_seq < seq && !write_error.empty()) {
+    // Lost, not removed: the rank said so in the head it reported. (Records removed from the
+    // end of such a log read the same: only the rank's word separates the two.)
+    out.push_back({file.name, 0, "unwritten",
+                   "ends at seq " + std::to_string(chain.max_seq) + " but the seal records seq " +
+                       std::to_string(seq) + ": the rank reported that writing its log failed (" +
+                       excerpt(write_error) + "), so the records after seq " +
+                       std::to_string(chain.max_seq) + " were never written"});
+  } else if (chain.max_seq < seq) {
     out.push_back({file.name, 0, "truncated",
                    "ends at seq " + std::to_string(chain.max_seq) + " but the seal records seq " +
                        std::to_string(seq) + " (records at the end were removed)"});
@@ -607,6 +617,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
     std::int64_t seq = -1;
     std::string hash;
     std::string source;
+    std::string write_error;  // reported by the rank: its file could not take the whole chain
     std::uint64_t cut_off_bytes = 0;
     std::string cut_off_hash;
   };
@@ -651,6 +662,7 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
           head.seq = get<std::int64_t>(member(h, "seq")).value_or(-1);
           head.hash = get<std::string>(member(h, "hash")).value_or("");
           head.source = get<std::string>(member(h, "source")).value_or("");
+          head.write_error = get<std::string>(member(h, "write_error")).value_or("");
           if (const nlohmann::json* cut = member(h, "cut_off")) {
             head.cut_off_bytes = get<std::uint64_t>(member(*cut, "bytes")).value_or(0);
             head.cut_off_hash = get<std::string>(member(*cut, "hash")).value_or("");
@@ -712,6 +724,11 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
                        head->second.cut_off_bytes == 0
                            ? "a cut-off last line after the sealed head (added after the job)"
                            : "the cut-off last line does not match the sealed one (modified)"});
+      } else if (covered && !head->second.write_error.empty()) {
+        out.push_back({file.name, chain.cut_off_line, "unwritten",
+                       "the last record is cut off: the rank reported that writing its log "
+                       "failed (" +
+                           excerpt(head->second.write_error) + ")"});
       } else {
         out.push_back({file.name, chain.cut_off_line, "truncated",
                        "the last record is cut off (no newline)"});
@@ -725,7 +742,13 @@ VerifyResult verify(const AuditDir& dir, const std::optional<std::string>& publi
       out.push_back({file.name, 0, "foreign", "the seal does not cover this file"});
       continue;
     }
-    compare_head(file, chain, head->second.seq, head->second.hash, out);
+    compare_head(file, chain, head->second.seq, head->second.hash, head->second.write_error, out);
+    if (!head->second.write_error.empty() && chain.last.seq == head->second.seq &&
+        chain.last.hash == head->second.hash) {
+      result.notes.push_back("rank " + std::to_string(r) + " reported an error writing its log (" +
+                             excerpt(head->second.write_error) +
+                             "), but every record of its chain is in " + file.name);
+    }
     if (died) {
       result.notes.push_back("rank " + std::to_string(r) +
                              " ended without closing its log (it died, or the job ended before it "

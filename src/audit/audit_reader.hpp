@@ -104,7 +104,8 @@ inline constexpr int kMaxJobRanks = 4096;
 
 /// One broken place. kind: edited, deleted, reordered, truncated, corrupt, missing, appended,
 /// bad_seal, unsealed, foreign (a record of another job or rank), unreadable (the file cannot
-/// be read), omitted (the problems of a file past kMaxFindingsPerFile, counted, not listed).
+/// be read), unwritten (records the rank chained but reported it could not write: no space, an
+/// I/O error), omitted (the problems of a file past kMaxFindingsPerFile, counted, not listed).
 struct Finding {
   std::string file;
   std::size_t line = 0;  // 0: the file as a whole

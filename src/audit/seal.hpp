@@ -8,7 +8,10 @@
 //    "ranks":[{"rank":R,"seq":N,"hash":HEX,"source":S}, ...]}
 // S is "reported" (the rank sent its head when it finalized), "file" (the rank did not
 // report - it died or was killed - so the launcher took the last complete record of its file),
-// or "none" (no file: the rank never joined).
+// "missing" (welcomed, but no file was found) or "none" (no file: the rank never joined).
+// "file" adds "cut_off" ({"bytes":N,"hash":HEX}: what follows the last newline). A reported head
+// may add "write_error": the rank could not write its whole chain to its file (ENOSPC, EIO), and
+// says why.
 //
 // The signature (sempi.signature, hex, the record's last field before "prev") covers
 // kSealContext followed by the whole record line as written, with the signature's digits all

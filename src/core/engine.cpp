@@ -1231,10 +1231,10 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     // The chain ends only now: the head goes to the launcher, which signs it into the seal.
     const audit::ChainHead head = config_.audit->close();
     if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
+      nlohmann::json sent = {{"seq", head.seq}, {"hash", head.hash}};
+      if (!head.write_error.empty()) sent["write_error"] = head.write_error;
       (void)launch::write_bootstrap_message(
-          bootstrap_fd_,
-          {{"type", "audit_head"}, {"audit_head", {{"seq", head.seq}, {"hash", head.hash}}}},
-          deadline);
+          bootstrap_fd_, {{"type", "audit_head"}, {"audit_head", std::move(sent)}}, deadline);
     }
   }
   for (auto& peer : peers_) {

@@ -28,6 +28,7 @@
 #include "audit/audit_reader.hpp"
 #include "audit/seal.hpp"
 #include "common/hex.hpp"
+#include "common/printable.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "launch/enrollment.hpp"
 #include "launch/job_socket_dir.hpp"
@@ -231,7 +232,10 @@ std::string variable_name(std::string_view entry) {
   return std::string(entry.substr(0, entry.find('=')));
 }
 
-// {"seq":N,"hash":HEX64} from a rank's finalize message.
+// Longest write_error a rank may report (an strerror text is far shorter).
+constexpr std::size_t kMaxWriteErrorBytes = 200;
+
+// {"seq":N,"hash":HEX64[,"write_error":TEXT]} from a rank's finalize or audit_head message.
 std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
   if (!value.is_object()) return std::nullopt;
   const auto seq = value.find("seq");
@@ -244,7 +248,22 @@ std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
   if (text.size() != 64 || !is_lower_hex(text)) {
     return std::nullopt;
   }
-  return audit::ChainHead{seq->get<std::int64_t>(), text};
+  audit::ChainHead head{seq->get<std::int64_t>(), text};
+  if (const auto error = value.find("write_error"); error != value.end()) {
+    if (!error->is_string() || error->get_ref<const std::string&>().empty() ||
+        error->get_ref<const std::string&>().size() > kMaxWriteErrorBytes) {
+      return std::nullopt;
+    }
+    head.write_error = error->get<std::string>();
+  }
+  return head;
+}
+
+// A head as the launcher's own records name it.
+nlohmann::ordered_json head_fields(const audit::ChainHead& head) {
+  nlohmann::ordered_json out = {{"seq", head.seq}, {"hash", head.hash}};
+  if (!head.write_error.empty()) out["write_error"] = head.write_error;
+  return out;
 }
 
 // How the log of a rank that died before it could report its head at finalize ends, as its
@@ -532,6 +551,9 @@ class Launcher::Job {
       if (!head) head = audit::ChainHead{};
       nlohmann::json entry = {
           {"rank", r}, {"seq", head->seq}, {"hash", head->hash}, {"source", source}};
+      // The rank could not write its whole chain: verify reports the records the file lacks
+      // as lost to that error, not as removed.
+      if (!head->write_error.empty()) entry["write_error"] = head->write_error;
       if (!cut_off.empty()) {
         entry["cut_off"] = {{"bytes", cut_off.size()}, {"hash", to_hex(audit::sha256(cut_off))}};
       }
@@ -1210,7 +1232,7 @@ class Launcher::Job {
       }
       if (head) heads_[r] = *head;
       audit_event("rank.finalize", true, {},
-                  head ? nlohmann::ordered_json{{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}}
+                  head ? nlohmann::ordered_json{{"rank", r}, {"audit_head", head_fields(*head)}}
                        : nlohmann::ordered_json{{"rank", r}});
       if (enrollment_->all_finalized()) {
         const nlohmann::json ok = {{"type", "finalize_ok"}};
@@ -1237,8 +1259,13 @@ class Launcher::Job {
       return;
     }
     heads_[r] = *head;
-    audit_event("rank.audit_head", true, {},
-                {{"rank", r}, {"audit_head", {{"seq", head->seq}, {"hash", head->hash}}}});
+    if (!head->write_error.empty()) {
+      report("rank " + std::to_string(r) + " could not write its whole audit log (" +
+             printable(head->write_error) + "): records were lost");
+    }
+    audit_event("rank.audit_head", head->write_error.empty(),
+                head->write_error.empty() ? "" : "the rank could not write its whole audit log",
+                {{"rank", r}, {"audit_head", head_fields(*head)}});
   }
 
   void handle_abort(std::uint32_t r, const nlohmann::json& message) {

@@ -507,6 +507,41 @@ TEST(Audit, ALogDeletedDuringTheJobIsSealedAsMissing) {
       << verify.output;
 }
 
+// A rank whose log cannot take its records (a full disk; here a file size limit) reports why
+// with its head: verify still fails, as records are lost, but names the write error instead of
+// reporting records removed from the end of the log, which reads as tampering.
+TEST(Audit, RecordsARankCouldNotWriteAreReportedAsUnwrittenNotRemoved) {
+  TempDir dir;
+  const fs::path file = dir.path() / "policy.json";
+  std::ofstream(file) << R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "audit": {"messages": "metadata"}})";
+  const fs::path audit = dir.path() / "audit";
+  const auto result =
+      run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
+               "--audit-dir", audit.string(), POLICY_PROBE_PATH, "full_disk", audit.string()},
+              90s);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("rank 1 could not write its whole audit log (File too large)"),
+            std::string::npos)
+      << result.output;
+  const auto seal = records(audit / "launcher.jsonl", "audit.seal");
+  ASSERT_EQ(seal.size(), 1u);
+  const auto& sealed = seal[0]["sempi"]["seal"]["ranks"];
+  EXPECT_EQ(sealed[1]["source"], "reported") << seal[0].dump();
+  EXPECT_EQ(sealed[1]["write_error"], "File too large") << seal[0].dump();
+  EXPECT_FALSE(sealed[0].contains("write_error")) << seal[0].dump();
+  const auto verify = tool({"audit", "verify", audit.string()});
+  EXPECT_EQ(verify.exit_code, 1) << verify.output;
+  EXPECT_NE(verify.output.find("rank-1.jsonl:0: unwritten: ends at seq"), std::string::npos)
+      << verify.output;
+  EXPECT_NE(verify.output.find("writing its log failed (File too large)"), std::string::npos)
+      << verify.output;
+  EXPECT_EQ(verify.output.find("removed"), std::string::npos) << verify.output;
+  EXPECT_EQ(verify.output.find("rank-0.jsonl"), std::string::npos) << verify.output;
+}
+
 TEST(Audit, DefaultDirectoryIsPrivateAndPerJob) {
   TempDir dir;
   const auto result = run_job({"/bin/sh", "-c",

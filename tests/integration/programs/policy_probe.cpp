@@ -6,6 +6,8 @@
 // checks and puts denied messages on the wire, as a rank whose process was taken over could.
 // The receiver must still refuse them.
 
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -380,6 +382,28 @@ void vanish(const sempi::Communicator& world, const std::string& audit_dir) {
   expect_error(ErrorClass::peer_failed, [&] { (void)world.recv(never, victim, 1); });
 }
 
+// The last rank's audit log hits a file size limit (as on a full disk) while it still has
+// records to write, then the job ends normally: the head it reports must say why its file ends
+// early. AUDIT_DIR is the job's; the policy audits messages.
+void full_disk(const sempi::Communicator& world, const std::string& audit_dir) {
+  world.barrier();  // connected: nothing but the log grows a file from here on
+  const int victim = world.size() - 1;
+  if (world.rank() == victim) {
+    struct stat st {};
+    CHECK(::stat((audit_dir + "/rank-" + std::to_string(victim) + ".jsonl").c_str(), &st) == 0);
+    std::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG instead
+    const rlimit limit{static_cast<rlim_t>(st.st_size) + 1000, RLIM_INFINITY};
+    CHECK(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+    for (int i = 0; i < 50; ++i) world.send(i, 0, 7);
+  } else if (world.rank() == 0) {
+    for (int i = 0; i < 50; ++i) {
+      int got = -1;
+      world.recv(got, victim, 7);
+      CHECK(got == i);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -415,6 +439,8 @@ int main(int argc, char** argv) {
     late_refusal(world, argv[2]);
   } else if (scenario == "vanish" && argc > 2) {
     vanish(world, argv[2]);
+  } else if (scenario == "full_disk" && argc > 2) {
+    full_disk(world, argv[2]);
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
