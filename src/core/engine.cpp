@@ -586,28 +586,9 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
       failed_by_withdrawal(*request, request->context, request->source_world, tag, sequence)) {
     return request;
   }
-  if (policy() != nullptr && policy()->enforcing()) {
-    // A receive the policy can never satisfy fails now rather than waiting forever: no rank
-    // may send it (no rule for the communicator, or segmentation), or no tag it accepts is
-    // allowed (the receiver would refuse every message it could match).
-    const CommEntry& entry = entry_for(*comm);
-    const policy::CommDecisions& rules = *entry.decisions;
-    const bool no_sender = request->source_world == ANY_SOURCE
-                               ? rules.rule() < 0
-                               : !rules.may_talk(request->source_world);
-    const bool no_tag =
-        !collective && (tag == ANY_TAG ? !rules.some_tag_allowed() : !rules.tag_allowed(tag));
-    if (no_sender || no_tag) {
-      const std::string sender =
-          request->source_world == ANY_SOURCE ? "any rank" : "rank " + std::to_string(source);
-      const std::string what = collective      ? std::string("collective traffic")
-                               : tag == ANY_TAG ? std::string("point-to-point traffic")
-                                                : "tag " + std::to_string(tag);
-      complete(*request, ErrorClass::policy,
-               "policy never lets " + sender + " send " + what + " to this rank on communicator '" +
-                   entry.name + "'");
-      return request;
-    }
+  if (auto refusal = refused_receive(*comm, collective, source, tag)) {
+    complete(*request, ErrorClass::policy, *refusal);
+    return request;
   }
   if (request->source_world != ANY_SOURCE && request->source_world != config_.world_rank) {
     const Peer* peer = peers_[static_cast<std::size_t>(request->source_world)].get();
@@ -693,6 +674,43 @@ std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t c
   });
 }
 
+std::optional<std::string> Engine::refused_receive(const CommState& comm, bool collective,
+                                                   int source, int tag) {
+  if (policy() == nullptr || !policy()->enforcing()) return std::nullopt;
+  // No rank may send it (no rule for the communicator, or segmentation), or no tag it accepts
+  // is allowed: the receiver would refuse every message it could match.
+  const CommEntry& entry = entry_for(comm);
+  const policy::CommDecisions& rules = *entry.decisions;
+  const int source_world = comm.world_source(source);
+  const bool no_sender =
+      source_world == ANY_SOURCE ? rules.rule() < 0 : !rules.may_talk(source_world);
+  const bool no_tag =
+      !collective && (tag == ANY_TAG ? !rules.some_tag_allowed() : !rules.tag_allowed(tag));
+  if (!no_sender && !no_tag) return std::nullopt;
+  if (!collective) {
+    // A collective's refusal is audited where its peer's send is refused (the same rules).
+    const Verdict verdict = rules.rule() < 0 ? Verdict::deny_comm_unknown
+                            : no_sender      ? Verdict::deny_segment
+                                             : Verdict::deny_tag;
+    audit_denial(verdict, &entry, source_world, comm.context, 0, tag, 0, 0, "request", false);
+  }
+  const std::string sender =
+      source_world == ANY_SOURCE ? "any rank" : "rank " + std::to_string(source);
+  const std::string what = collective       ? std::string("collective traffic")
+                           : tag == ANY_TAG ? std::string("point-to-point traffic")
+                                            : "tag " + std::to_string(tag);
+  return "policy never lets " + sender + " send " + what + " to this rank on communicator '" +
+         entry.name + "'";
+}
+
+void Engine::refuse_probe_if_never_satisfied(const CommState& comm, bool collective, int source,
+                                             int tag) {
+  std::lock_guard lock(mu_);
+  if (auto refusal = refused_receive(comm, collective, source, tag)) {
+    throw Error(ErrorClass::policy, *refusal);
+  }
+}
+
 bool Engine::every_other_member_failed(const CommState& comm) const {
   if (failed_peers_ == 0) return false;
   bool others = false;
@@ -764,10 +782,12 @@ auto Engine::wait_for_match(Find&& find) {
 
 std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
                                      int tag) {
+  refuse_probe_if_never_satisfied(comm, collective, source, tag);
   return find_after_progress([&] { return find_unexpected(comm, collective, source, tag); });
 }
 
 Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
+  refuse_probe_if_never_satisfied(comm, collective, source, tag);
   return wait_for_match([&] { return find_unexpected(comm, collective, source, tag); });
 }
 
@@ -799,10 +819,12 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
 }
 
 std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
+  refuse_probe_if_never_satisfied(comm, false, source, tag);
   return find_after_progress([&] { return take_unexpected(comm, source, tag); });
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
+  refuse_probe_if_never_satisfied(comm, false, source, tag);
   return wait_for_match([&] { return take_unexpected(comm, source, tag); });
 }
 
@@ -1432,11 +1454,12 @@ void Engine::drain_freed() {
 
 Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int peer,
                                 std::uint32_t context, std::uint16_t op, int tag,
-                                std::uint64_t bytes, std::uint64_t msg, const char* direction) {
+                                std::uint64_t bytes, std::uint64_t msg, const char* direction,
+                                bool always_enforced) {
   // A non-member's message, or an operation kind forged for its context, is refused even in
   // audit mode: that mode relaxes the policy, never MPI's own communicator semantics.
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
-                       verdict == Verdict::deny_op_context;
+                       verdict == Verdict::deny_op_context || always_enforced;
   if (enforce || (audit() != nullptr && dry_run_audit_allowed(peer, context, verdict, direction))) {
     audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, !enforce);
   }
@@ -1509,17 +1532,23 @@ void Engine::audit_dry_run_totals() {
 
 Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
   if (policy() == nullptr) return Admit::allow;
+  // A communicator whose last handle went is freed before a frame for it is judged, however
+  // the frame was read (a spinning wait's too, not only a progress round).
+  if (freed_->any.load(std::memory_order_relaxed)) drain_freed();
   const CommEntry* entry = find_entry(header.context);
   if (entry == nullptr) return Admit::pending;  // not created here yet: decided at registration
   const bool collective = (header.context & 1u) != 0;
   const std::uint64_t bytes = header.type == FrameType::rts ? header.aux : header.length;
-  const Verdict verdict =
-      entry->freed ? Verdict::deny_comm_unknown
-                   : entry->decisions->check(peer.world_rank_, header.op, collective, header.tag,
-                                             bytes);
+  Verdict verdict =
+      entry->decisions->check(peer.world_rank_, header.op, collective, header.tag, bytes);
+  // A freed communicator takes no more messages, in audit mode too: nothing could receive
+  // them. A non-member's or forged frame keeps its own verdict.
+  if (entry->freed && verdict != Verdict::deny_not_member && verdict != Verdict::deny_op_context) {
+    verdict = Verdict::deny_comm_unknown;
+  }
   if (verdict == Verdict::allow) return Admit::allow;
   const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
-                                   header.tag, bytes, header.sequence, "receive");
+                                   header.tag, bytes, header.sequence, "receive", entry->freed);
   if (decision == Admit::deny) peer.last_refusal_ = verdict;  // the DENY's reason
   if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
     // The frame handler sees the violation and fails the channel (see Peer::cut_off).
@@ -1800,13 +1829,19 @@ std::optional<policy::Verdict> Engine::refused_after_rename(int source, std::uin
                                                             std::uint16_t op, int tag,
                                                             std::uint64_t bytes,
                                                             std::uint64_t msg) {
-  // Audit mode enforces only what a rename cannot change (membership, the operation kind's
-  // context). A refusal is audited, but neither counted towards the sender's cut-off nor an
-  // abort: the message was allowed when it was sent.
+  // A refusal is audited, but neither counted towards the sender's cut-off nor an abort: the
+  // message was allowed when it was sent. Audit mode enforces only what a rename cannot change
+  // (membership, the operation kind's context), so there it is a dry-run record.
   const CommEntry* entry = find_entry(context);
-  if (!policy()->enforcing() || entry == nullptr) return std::nullopt;
+  if (entry == nullptr) return std::nullopt;
   const Verdict verdict = entry->decisions->check(source, op, (context & 1u) != 0, tag, bytes);
   if (verdict == Verdict::allow) return std::nullopt;
+  if (!policy()->enforcing()) {
+    if (audit() != nullptr && dry_run_audit_allowed(source, context, verdict, "receive")) {
+      audit_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive", true);
+    }
+    return std::nullopt;
+  }
   audit_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive", false);
   return verdict;
 }

@@ -54,7 +54,9 @@
 //  * A frame for a context this rank has not created yet (a split still running here) is kept
 //    as an unexpected message marked undecided (it counts against the peer's unexpected budget)
 //    and decided when the communicator is registered, before the application can see it.
-//    Frames for a freed communicator are denied.
+//    Frames for a freed communicator are denied, in audit mode too.
+//  * A receive or probe no message could satisfy under the rules fails at once (policy error,
+//    audited as a "request" denial) instead of waiting for ever.
 //  * A rename (set_name) takes effect at once: the rules are recompiled for the new name, after
 //    checking the communicator's members against that name's rule, as at creation.
 //  * Audit: enforced denials always (dry-run ones up to kAuditedDryRunDenials per kind),
@@ -451,6 +453,13 @@ class Engine {
   // member did. (This rank could still match it with a send to itself; a program waiting on
   // that while all its peers are gone is taken for one waiting in vain.)
   std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
+  // Why the enforced policy refuses every message a receive or probe from `source` (a rank of
+  // `comm`, or ANY_SOURCE) with `tag` could match, audited (point-to-point: policy.deny,
+  // direction "request"); nullopt if it may accept one. Under mu_.
+  std::optional<std::string> refused_receive(const CommState& comm, bool collective, int source,
+                                             int tag);
+  // A probe that could never match fails at once, as a receive does: throws Error(policy).
+  void refuse_probe_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
   // True if `comm` has members besides this rank and every one of them failed or finalized.
   bool every_other_member_failed(const CommState& comm) const;
   void read_peer(Peer& peer);
@@ -493,9 +502,11 @@ class Engine {
   }
   CommEntry& compile_entry(const CommState& comm, const std::string& name);
   Admit admit(Peer& peer, const transport::FrameHeader& header);
+  // Audits a denial and says whether it is enforced (always for `always_enforced`: a freed
+  // communicator's frame).
   Admit on_denial(policy::Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
                   std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
-                  const char* direction);
+                  const char* direction, bool always_enforced = false);
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   // A peer withdrew from a collective (WITHDRAWN): this rank's transfers with it in that
   // collective fail, those waiting now and those posted later.

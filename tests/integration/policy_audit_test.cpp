@@ -224,6 +224,18 @@ TEST(Policy, ReceivesNoMessageCouldSatisfyFailAtOnceFromAnySource) {
                        "unreceivable");
   EXPECT_EQ(job.result.exit_code, 0) << job.result.output;
   EXPECT_LT(job.result.seconds, 30);
+  // Each refused receive and probe is an access decision, audited as a request this rank made.
+  for (const char* file : {"rank-0.jsonl", "rank-1.jsonl"}) {
+    const auto denials = records(job.audit / file, "policy.deny");
+    ASSERT_EQ(denials.size(), 5u) << file;
+    EXPECT_EQ(denials[0]["sempi"]["direction"], "request") << denials[0].dump();
+    EXPECT_EQ(denials[0]["sempi"]["peer"], -1) << denials[0].dump();
+    EXPECT_EQ(denials[0]["sempi"]["tag"], 999) << denials[0].dump();
+    EXPECT_EQ(denials[0]["event"]["reason"], "this tag is not allowed on this communicator")
+        << denials[0].dump();
+    EXPECT_EQ(denials[1]["sempi"]["comm"], "world.dup") << denials[1].dump();
+  }
+  EXPECT_EQ(verify_text(job.audit), "OK");
 }
 
 // Three ranks: in the first round of allreduce some member only receives, so every member
@@ -263,6 +275,41 @@ TEST(Policy, DryRunDeliversAndLogsWouldBeDenials) {
     ASSERT_EQ(denials.size(), 1u) << file;
     EXPECT_EQ(denials[0]["sempi"]["dry_run"], true);
     EXPECT_EQ(denials[0]["sempi"]["tag"], 500);
+  }
+}
+
+constexpr const char* kDupAndIo = R"({"version": 1, "mode": "audit", "groups": {"all": "*"},
+  "segmentation": [{"between": ["all", "all"]}],
+  "communicators": [
+    {"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"},
+    {"name": "world.dup", "members": "*", "collectives": "*", "p2p_tags": ["0-99"]},
+    {"name": "io", "members": "*", "collectives": "*", "p2p_tags": ["100-199"]}],
+  "audit": {"messages": "metadata"}})";
+
+TEST(Policy, DryRunRecordsWhatARenameWouldRefuse) {
+  TempDir dir;
+  const auto job = run(dir, 2, kDupAndIo, "rename_dry_run");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  const auto denials = records(job.audit / "rank-0.jsonl", "policy.deny");
+  ASSERT_EQ(denials.size(), 1u);
+  EXPECT_EQ(denials[0]["sempi"]["dry_run"], true) << denials[0].dump();
+  EXPECT_EQ(denials[0]["sempi"]["comm"], "io") << denials[0].dump();
+  EXPECT_EQ(denials[0]["sempi"]["tag"], 5) << denials[0].dump();
+  EXPECT_EQ(denials[0]["sempi"]["direction"], "receive") << denials[0].dump();
+}
+
+TEST(Policy, AFreedCommunicatorsMessagesAreRefusedInAuditModeToo) {
+  TempDir dir;
+  const auto job = run(dir, 2, kDupAndIo, "freed");
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  const auto denials = records(job.audit / "rank-1.jsonl", "policy.deny");
+  ASSERT_EQ(denials.size(), 1u);
+  EXPECT_FALSE(denials[0]["sempi"].contains("dry_run")) << denials[0].dump();
+  EXPECT_EQ(denials[0]["sempi"]["tag"], 5) << denials[0].dump();
+  EXPECT_EQ(denials[0]["event"]["reason"], "no communicator rule names this communicator")
+      << denials[0].dump();
+  for (const auto& received : records(job.audit / "rank-1.jsonl", "message.receive")) {
+    EXPECT_NE(received["sempi"]["comm"], "world.dup") << received.dump();
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -60,6 +61,9 @@ void segments(const sempi::Communicator& world) {
   const auto why = expect_error(ErrorClass::policy, [&] { world.send(value, other, 1); });
   CHECK(why.find("segmentation") != std::string::npos);
   expect_error(ErrorClass::policy, [&] { (void)world.recv(value, other, 1); });
+  // A probe of a rank kept apart is refused too: that rank did not fail, it was never connected.
+  expect_error(ErrorClass::policy, [&] { (void)world.iprobe(other, sempi::ANY_TAG); });
+  expect_error(ErrorClass::policy, [&] { (void)world.improbe(other, 1); });
   int got = -1;
   world.sendrecv(&value, 1, same, 2, &got, 1, same, 2);
   CHECK(got == same);
@@ -204,6 +208,9 @@ void unreceivable(const sempi::Communicator& world) {
   expect_error(ErrorClass::policy, [&] { (void)dup.recv(value, 1 - world.rank(), sempi::ANY_TAG); });
   expect_error(ErrorClass::policy,
                [&] { (void)dup.recv(value, sempi::ANY_SOURCE, sempi::ANY_TAG); });
+  // So do probes, which would otherwise wait for ever.
+  expect_error(ErrorClass::policy, [&] { (void)world.probe(sempi::ANY_SOURCE, 999); });
+  expect_error(ErrorClass::policy, [&] { (void)dup.mprobe(1 - world.rank(), 5); });
   // Allowed ones still work.
   world.sendrecv(&value, 1, 1 - world.rank(), 5, &value, 1, sempi::ANY_SOURCE, sempi::ANY_TAG);
 }
@@ -404,6 +411,39 @@ void full_disk(const sempi::Communicator& world, const std::string& audit_dir) {
   }
 }
 
+// Audit mode, two ranks: a message allowed under "world.dup" waits at rank 0 when rank 0
+// renames the communicator to "io", whose rule refuses its tag. Enforcement would drop it; in
+// audit mode it is delivered, and the refusal is a dry-run record.
+void rename_dry_run(const sempi::Communicator& world) {
+  const auto dup = world.dup();
+  if (world.rank() == 1) {
+    const int value = 5;
+    dup.send(value, 0, 5);
+    dup.set_name("io");
+  } else {
+    while (!dup.iprobe(1, 5)) {
+    }  // queued here, judged under "world.dup"
+    dup.set_name("io");
+    int got = 0;
+    (void)dup.recv(got, 1, 5);
+    CHECK(got == 5);
+  }
+  world.barrier();
+}
+
+// Audit mode, two ranks: rank 1 frees a communicator (drops its last handle) that rank 0 then
+// sends on. Nothing could ever receive the message at rank 1, so it is refused there even in
+// audit mode, as a non-member's is.
+void freed(const sempi::Communicator& world) {
+  std::optional<sempi::Communicator> dup = world.dup();
+  if (world.rank() == 1) dup.reset();
+  world.barrier();
+  if (world.rank() == 0) {
+    const int value = 5;
+    dup->send(value, 1, 5);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -439,6 +479,10 @@ int main(int argc, char** argv) {
     late_refusal(world, argv[2]);
   } else if (scenario == "vanish" && argc > 2) {
     vanish(world, argv[2]);
+  } else if (scenario == "rename_dry_run") {
+    rename_dry_run(world);
+  } else if (scenario == "freed") {
+    freed(world);
   } else if (scenario == "full_disk" && argc > 2) {
     full_disk(world, argv[2]);
   } else {
