@@ -8,7 +8,9 @@
 /// sempirun, the program runs as a job of one rank (a "singleton", as with MPI).
 ///
 /// The destructor waits until every rank has reached finalize, closes the channels and releases
-/// the runtime. At most one Environment may exist in a process, once.
+/// the runtime. At most one Environment may exist in a process, once. A program that leaves
+/// through exit() while its Environment lives (so the destructor never runs) is not finalized:
+/// its runtime is torn down at exit, its audit log closed, and its peers see it fail.
 
 #include <string>
 

@@ -103,10 +103,21 @@ void forget_runtime_in_child() noexcept {
   g_parents_runtime = g_runtime.release();
 }
 
+// A program that leaves through exit() while its sempi::Environment lives (exit(1) on an
+// error, say) is torn down here, as by g_runtime's static destructor, without finalizing (its
+// peers see it fail, as if it had crashed; finalizing would wait for them). But before
+// OpenSSL's exit handler tears libcrypto down: the static destructor runs after it, and the
+// engine's threads and the audit log's last records then used a dead libcrypto (the rank died
+// of SIGSEGV, its last records lost). Registered once a runtime exists, so after OpenSSL's
+// handler, which therefore runs after this one. (The mpi.h layer's own handler, registered
+// later still, runs first: it finalizes, as MPI_Finalize would.)
+void tear_down_at_exit() noexcept { Runtime::uninstall().reset(); }
+
 }  // namespace
 
 void Runtime::install(std::unique_ptr<Runtime> runtime) {
-  static const int registered = ::pthread_atfork(nullptr, nullptr, forget_runtime_in_child);
+  static const int registered =
+      ::pthread_atfork(nullptr, nullptr, forget_runtime_in_child) + std::atexit(tear_down_at_exit);
   (void)registered;
   std::lock_guard lock(g_mutex);
   g_runtime = std::move(runtime);

@@ -554,6 +554,21 @@ TEST(Audit, ALogDeletedDuringTheJobIsSealedAsMissing) {
       << verify.output;
 }
 
+TEST(Audit, ARankThatCallsExitEndsWithItsStatusAndItsLogStaysWhole) {
+  TempDir dir;
+  const auto job = run(dir, 2, R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
+    "audit": {"messages": "metadata"}})",
+                       "exit_early");
+  EXPECT_EQ(job.result.exit_code, 3) << job.result.output;
+  EXPECT_NE(job.result.output.find("rank 1 exited with status 3"), std::string::npos)
+      << job.result.output;
+  EXPECT_EQ(job.result.output.find("signal"), std::string::npos) << job.result.output;
+  EXPECT_EQ(verify_text(job.audit), "OK");
+  EXPECT_EQ(records(job.audit / "rank-1.jsonl", "message.send").size(), 1u);
+}
+
 // A rank whose log cannot take its records (a full disk; here a file size limit) reports why
 // with its head: verify still fails, as records are lost, but names the write error instead of
 // reporting records removed from the end of the log, which reads as tampering.

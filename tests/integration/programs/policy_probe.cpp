@@ -444,6 +444,22 @@ void freed(const sempi::Communicator& world) {
   }
 }
 
+// Rank 1 leaves through std::exit() right after a send, its Environment never destroyed and
+// its last message records not chained yet: its runtime must be torn down before OpenSSL's own
+// exit handler runs, so that its status reaches sempirun and its log is whole.
+void exit_early(const sempi::Communicator& world) {
+  if (world.rank() == 1) {
+    const int value = 7;
+    world.send(value, 0, 3);
+    std::exit(3);
+  }
+  if (world.rank() == 0) {
+    int got = 0;
+    world.recv(got, 1, 3);
+    CHECK(got == 7);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -483,6 +499,8 @@ int main(int argc, char** argv) {
     rename_dry_run(world);
   } else if (scenario == "freed") {
     freed(world);
+  } else if (scenario == "exit_early") {
+    exit_early(world);
   } else if (scenario == "full_disk" && argc > 2) {
     full_disk(world, argv[2]);
   } else {
