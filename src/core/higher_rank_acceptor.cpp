@@ -91,15 +91,26 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
   };
 
   const auto handshake = [&](UniqueFd socket, Handshake* self) {
-    std::string refused_by_policy;
+    std::string refused_why;  // when not for a duplicate (the channel's own error says that)
     // Claimed only once the peer has fully proven its identity (see Channel::establish).
     const auto claim = [&](std::uint32_t rank) {
       std::lock_guard lock(mu);
       const auto r = static_cast<std::size_t>(rank);
-      if (static_cast<int>(rank) <= my_rank || r >= connected.size() || connected[r]) return false;
+      if (static_cast<int>(rank) == my_rank) {
+        // Told apart from a duplicate: only a copy of this rank's key can do this.
+        refused_why = "the peer proved this rank's own identity (rank " + std::to_string(rank) +
+                      "): a copy of its key, or another process started as this rank";
+        return false;
+      }
+      if (static_cast<int>(rank) < my_rank) {
+        refused_why = "rank " + std::to_string(rank) +
+                      " dialed this rank, but a lower rank is dialed, never dials: not the "
+                      "genuine rank's doing";
+        return false;
+      }
+      if (r >= connected.size() || connected[r]) return false;
       if (!may_talk(static_cast<int>(rank))) {
-        refused_by_policy = "the policy never lets rank " + std::to_string(rank) +
-                            " talk to this rank";
+        refused_why = "the policy never lets rank " + std::to_string(rank) + " talk to this rank";
         return false;
       }
       connected[r] = true;
@@ -133,9 +144,9 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
     }
     if (!channel) {
       // A refused peer is not fatal: the genuine rank may still connect.
-      refuse(self->dropped != nullptr       ? std::string(self->dropped)
-             : !refused_by_policy.empty() ? refused_by_policy
-                                          : error.message());
+      refuse(self->dropped != nullptr ? std::string(self->dropped)
+             : !refused_why.empty()   ? refused_why
+                                      : error.message());
       return;
     }
     const auto rank = channel->peer().rank;

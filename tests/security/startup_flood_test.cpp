@@ -256,6 +256,26 @@ TEST(StartupFlood, VerifiedPeersForARankAlreadyConnectedStillCount) {
   EXPECT_EQ(rank0.result.get(), "");
 }
 
+// A peer that proves this rank's own identity is refused as such, not as a duplicate of a
+// rank already connected: only a copy of this rank's key can do it, which an operator must see.
+TEST(StartupFlood, APeerWithThisRanksOwnIdentityIsNamedAsSuch) {
+  const TestJob job(2);
+  transport::Listener listener(loopback_any_port());
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
+  const ShutDownOnExit stop_accepting{listener};
+  ChannelError error;
+  // Its handshake completes (the acceptor refuses it only then, after the identity is proven).
+  auto clone = Channel::dial(job.endpoint(0), listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_TRUE(flood_got_going(rank0, 1)) << "the clone was not refused";
+  auto rank1 = Channel::dial(job.endpoint(1), listener.endpoint(), "", 0, long_deadline(), error);
+  ASSERT_NE(rank1, nullptr) << error.message();
+  EXPECT_EQ(rank0.result.get(), "");
+  std::lock_guard lock(rank0.mu);
+  ASSERT_EQ(rank0.refusals.size(), 1u);
+  EXPECT_NE(rank0.refusals[0].find("this rank's own identity"), std::string::npos)
+      << rank0.refusals[0];
+}
+
 // A dial whose connection the listener drops before the channel is established dials again
 // (the old dial failed the rank's start-up on the first drop).
 TEST(StartupFlood, ADialTheListenerDropsIsDialedAgain) {

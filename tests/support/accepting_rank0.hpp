@@ -5,6 +5,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +22,11 @@ struct AcceptingRank0 {
     acceptor.my_rank = 0;
     acceptor.expected = static_cast<int>(job.world_size()) - 1;
     acceptor.may_talk = [](int) { return true; };
-    acceptor.audit = [this](const char* action, bool, int, const std::string&, const char*) {
-      if (std::string_view(action) == "connection.refuse") ++refused;
+    acceptor.audit = [this](const char* action, bool, int, const std::string& reason, const char*) {
+      if (std::string_view(action) != "connection.refuse") return;
+      std::lock_guard lock(mu);
+      refusals.push_back(reason);
+      ++refused;
     };
     result = std::async(std::launch::async, [this, &listener, deadline, local = job.endpoint(0)] {
       return acceptor.run(listener, local, deadline, accepted);
@@ -30,6 +34,8 @@ struct AcceptingRank0 {
   }
   std::vector<std::unique_ptr<transport::Channel>> accepted;
   std::atomic<int> refused{0};
+  std::mutex mu;
+  std::vector<std::string> refusals;  // their reasons, under mu
   detail::HigherRankAcceptor acceptor;
   std::future<std::string> result;  // empty: every rank connected
 };
