@@ -29,11 +29,17 @@ void require_subset(const std::string& requested, const std::string& permitted,
   }
 }
 
+// The trust store's flags: the job CA is the one anchor even when a site CA signed it
+// (PARTIAL_CHAIN), and certificates must be strictly well-formed.
+constexpr unsigned long kTrustFlags = X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_X509_STRICT;
+
 // Refuse a certificate that would be rejected by every peer: better a clear error at start-up.
+// Checked as the peers check it (the same anchor, the same flags).
 void check_certificate_chains_to_ca(const TlsConfig& config) {
   pki::OsslErrorScope scope;
   pki::X509StorePtr store{X509_STORE_new()};
   pki::X509StoreCtxPtr ctx{X509_STORE_CTX_new()};
+  if (store) X509_STORE_set_flags(store.get(), kTrustFlags);
   if (!store || !ctx || X509_STORE_add_cert(store.get(), config.job_ca.get()) != 1 ||
       X509_STORE_CTX_init(ctx.get(), store.get(), config.certificate.get(), nullptr) != 1) {
     pki::throw_openssl_error("cannot set up certificate verification", ErrorClass::config);
@@ -90,7 +96,7 @@ std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
   if (X509_STORE_add_cert(store, config.job_ca.get()) != 1) {
     pki::throw_openssl_error("cannot install the job CA as trust anchor", ErrorClass::config);
   }
-  X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_X509_STRICT);
+  X509_STORE_set_flags(store, kTrustFlags);
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   // A rank certificate is issued directly by the job CA: no intermediates.
   SSL_CTX_set_verify_depth(c, 1);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "pki/csr.hpp"
 #include "pki/job_ca.hpp"
@@ -49,7 +50,7 @@ class TestJob {
 
   [[nodiscard]] transport::LocalEndpoint endpoint(const Credentials& creds,
                                                   transport::ChannelLimits limits = {}) const {
-    transport::TlsConfig config{ca_.certificate(), creds.cert, creds.key};
+    transport::TlsConfig config{anchor_ ? *anchor_ : ca_.certificate(), creds.cert, creds.key};
     transport::LocalEndpoint local;
     local.tls = transport::TlsContext::create(config);
     std::string why;
@@ -68,9 +69,13 @@ class TestJob {
   [[nodiscard]] const pki::JobCa& ca() const { return ca_; }
   [[nodiscard]] const pki::PolicyDigest& digest() const { return digest_; }
   [[nodiscard]] std::uint32_t world_size() const { return world_size_; }
+  /// Endpoints made from now on trust `anchor` as the job CA's certificate (the same CA, as
+  /// another issuer signed it).
+  void trust_anchor(pki::Certificate anchor) { anchor_ = std::move(anchor); }
 
  private:
   pki::JobCa ca_;
+  std::optional<pki::Certificate> anchor_;
   std::uint32_t world_size_;
   pki::PolicyDigest digest_;
 };

@@ -1,17 +1,20 @@
 // Two ranks of one job over real TLS 1.3 on loopback: handshake, identity, frames of every size,
 // a 256 MiB stream, and coalesced small frames.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/x509.h>
 
 #include <cstring>
 #include <filesystem>
@@ -232,6 +235,28 @@ TEST(Listener, UnixSocketIsGoneWithTheListener) {
     EXPECT_TRUE(S_ISSOCK(st.st_mode));
   }
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// SECURITY.md: a job CA signed by a site CA is still the one trust anchor (PARTIAL_CHAIN). The
+// start-up self-check of a rank's own certificate used a store without that flag, so such a
+// CA made every rank fail to start ("unable to get issuer certificate").
+TEST(Channel, AJobCaSignedByASiteCaIsTheTrustAnchor) {
+  TestJob job(2);
+  const auto site_key = pki::PrivateKey::generate();
+  pki::X509Ptr resigned{X509_dup(job.ca().certificate().get())};
+  ASSERT_TRUE(resigned);
+  const pki::ossl_ptr<X509_NAME, X509_NAME_free> site{X509_NAME_new()};
+  ASSERT_EQ(
+      X509_NAME_add_entry_by_txt(site.get(), "CN", MBSTRING_ASC,
+                                 reinterpret_cast<const unsigned char*>("site CA"), -1, -1, 0),
+      1);
+  ASSERT_EQ(X509_set_issuer_name(resigned.get(), site.get()), 1);
+  ASSERT_GT(X509_sign(resigned.get(), site_key.get(), EVP_sha256()), 0);
+  job.trust_anchor(pki::Certificate(std::move(resigned)));
+  auto pair = connect_pair(job);
+  ASSERT_TRUE(pair.server && pair.client);
+  EXPECT_EQ(pair.server->peer().rank, 1u);
+  EXPECT_EQ(pair.client->peer().rank, 0u);
 }
 
 // Others could connect, or swap the socket: such a directory is not used (peers use TCP).
