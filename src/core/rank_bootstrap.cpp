@@ -143,13 +143,15 @@ void protect_from_siblings() {
 }
 
 // A rank holds a connection to each peer (a socket, and for shared rings a mapping and a wake-up
-// socket while it is set up): a job of a few hundred ranks outgrows the usual soft limit of 1024
-// descriptors. Raise it toward the hard limit as far as the job needs, as sempirun does for
-// itself; the application's own files keep what was there before.
+// socket while it is set up; an accepted local connection holds three until its HELLO: the
+// socket, a duplicate watched for the peer's close, and the rings' memfd): a job of a few
+// hundred ranks outgrows the usual soft limit of 1024 descriptors. Raise it toward the hard
+// limit as far as the job needs, as sempirun does for itself; the application's own files keep
+// what was there before.
 void raise_fd_limit_for(int size) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
-  const rlim_t needed = 2 * static_cast<rlim_t>(size) + 256;
+  const rlim_t needed = 3 * static_cast<rlim_t>(size) + 256;
   if (limit.rlim_cur >= needed) return;
   limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
   (void)::setrlimit(RLIMIT_NOFILE, &limit);

@@ -7,11 +7,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "sempi/error.hpp"
 
 namespace sempi::transport {
+namespace {
+
+// How long accept() waits before trying again when descriptors or memory run out.
+constexpr auto kResourcePause = std::chrono::milliseconds(10);
+
+}  // namespace
 
 Listener::Listener(const Endpoint& bind_to, const std::filesystem::path& local_dir, int backlog)
     : endpoint_(bind_to) {
@@ -83,6 +91,17 @@ UniqueFd Listener::accept(Deadline deadline, std::error_code& ec) {
         return ec ? UniqueFd{} : std::move(fd);
       }
       if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EWOULDBLOCK) {
+        continue;
+      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors or memory for now (handshakes in flight hold several each): the
+        // connection waits in the backlog until some are released. Not a reason to stop.
+        const int err = errno;
+        if (Clock::now() + kResourcePause >= deadline) {
+          ec = {err, std::system_category()};
+          return {};
+        }
+        std::this_thread::sleep_for(kResourcePause);  // not synchronisation: a scarce resource
         continue;
       }
       if (stopped_) break;

@@ -9,9 +9,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "sempi/error.hpp"
 
@@ -170,13 +173,28 @@ UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_cod
     ec = std::make_error_code(std::errc::permission_denied);
     return {};
   }
-  UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-  if (!fd.valid()) {
-    ec = {errno, std::system_category()};
-    return {};
+  // A full listen backlog (EAGAIN: many local ranks dialing one at once) is waited out, not
+  // taken for an unreachable socket: the caller would fall back to TCP, and the pair would do
+  // without its shared rings for the whole job.
+  constexpr auto kLongestPause = std::chrono::milliseconds(50);
+  auto pause = std::chrono::milliseconds(1);
+  UniqueFd fd;
+  for (;;) {
+    fd = UniqueFd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    if (!fd.valid()) {
+      ec = {errno, std::system_category()};
+      return {};
+    }
+    fd = finish_connect(std::move(fd), reinterpret_cast<const sockaddr*>(&address),
+                        static_cast<socklen_t>(sizeof address), deadline, ec);
+    if (fd.valid() || ec != std::errc::resource_unavailable_try_again) break;
+    if (Clock::now() + pause >= deadline) {
+      ec = errc::timeout;
+      return {};
+    }
+    std::this_thread::sleep_for(pause);  // not synchronisation: the listener is behind
+    pause = std::min(pause * 2, kLongestPause);
   }
-  fd = finish_connect(std::move(fd), reinterpret_cast<const sockaddr*>(&address),
-                      static_cast<socklen_t>(sizeof address), deadline, ec);
   if (fd.valid() && !same_user_peer(fd.get())) {
     ec = std::make_error_code(std::errc::permission_denied);  // not a socket of ours
     return {};

@@ -46,7 +46,7 @@ std::error_code wait_fd(int fd, WaitFor what, Deadline deadline);
 UniqueFd tcp_connect(const Endpoint& to, Deadline deadline, std::error_code& ec);
 /// Non-blocking connect to the Unix stream socket at `path`, which must be a socket file of
 /// this user (not a symbolic link) with a listener running as this user (EACCES otherwise);
-/// bounded by the deadline.
+/// bounded by the deadline, until which a full listen backlog is waited out (errc::timeout).
 UniqueFd unix_connect(const std::string& path, Deadline deadline, std::error_code& ec);
 /// The address of the Unix socket at `path`; false if the path is empty or too long for one.
 bool unix_address(const std::string& path, sockaddr_un& address);

@@ -259,6 +259,81 @@ TEST(Channel, AJobCaSignedByASiteCaIsTheTrustAnchor) {
   EXPECT_EQ(pair.client->peer().rank, 0u);
 }
 
+// A Unix socket's full listen backlog makes connect() fail with EAGAIN. A dialer waits that out
+// until its deadline: taken for an unreachable socket, the pair would have fallen back to TCP.
+TEST(UnixConnect, AFullBacklogIsWaitedOutNotAFailure) {
+  const TempDir dir;
+  const std::string path = (dir.path() / "listener.sock").string();
+  const transport::UniqueFd listening(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(listening.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address),
+            0);
+  ASSERT_EQ(::listen(listening.get(), 0), 0);
+  std::vector<transport::UniqueFd> queued;  // fill the backlog: connect until EAGAIN
+  for (;;) {
+    transport::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ASSERT_EQ(errno, EAGAIN) << std::strerror(errno);
+      break;
+    }
+    queued.push_back(std::move(fd));
+    ASSERT_LT(queued.size(), 100u);
+  }
+  // Nobody accepts: the dialer keeps trying until its deadline (it used to fail at once).
+  std::error_code ec;
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = transport::unix_connect(path, deadline_in(std::chrono::milliseconds(300)), ec);
+  EXPECT_FALSE(refused.valid());
+  EXPECT_EQ(ec, errc::timeout) << ec.message();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250));
+  // The listener catches up: the dialer gets through.
+  auto dialing = std::async(std::launch::async, [&] {
+    std::error_code dial_error;
+    auto fd = transport::unix_connect(path, long_deadline(), dial_error);
+    EXPECT_TRUE(fd.valid()) << dial_error.message();
+    return fd;
+  });
+  std::vector<transport::UniqueFd> accepted;
+  while (dialing.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    pollfd waiting{listening.get(), POLLIN, 0};
+    if (::poll(&waiting, 1, 100) == 1) {  // bounded: the dialer's deadline ends the loop
+      accepted.emplace_back(::accept4(listening.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    }
+  }
+  EXPECT_TRUE(dialing.get().valid());
+}
+
+// Out of descriptors (EMFILE) is a moment's shortage, not the listener's end: accept() waits
+// for one to be released, until its deadline, instead of failing at once (a rank's acceptor
+// then stopped, and the job failed to start).
+TEST(Listener, RunningOutOfDescriptorsIsWaitedOut) {
+  transport::Listener listener(loopback_any_port(), {});
+  std::error_code ec;
+  auto dialed = transport::tcp_connect(listener.endpoint(), long_deadline(), ec);
+  ASSERT_TRUE(dialed.valid()) << ec.message();
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<transport::UniqueFd> spare;  // every descriptor below a lowered limit, taken
+  rlimit lowered = saved;
+  lowered.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  for (transport::UniqueFd fd(::dup(0)); fd.valid(); fd = transport::UniqueFd(::dup(0))) {
+    spare.push_back(std::move(fd));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto none = listener.accept(deadline_in(std::chrono::milliseconds(300)), ec);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  spare.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_FALSE(none.valid());
+  EXPECT_EQ(ec, std::errc::too_many_files_open) << ec.message();
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  auto accepted = listener.accept(long_deadline(), ec);  // descriptors again: the same connection
+  EXPECT_TRUE(accepted.valid()) << ec.message();
+}
+
 // Others could connect, or swap the socket: such a directory is not used (peers use TCP).
 TEST(Listener, RefusesADirectoryOthersCanEnter) {
   const TempDir dir;
