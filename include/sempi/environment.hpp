@@ -9,8 +9,9 @@
 ///
 /// The destructor waits until every rank has reached finalize, closes the channels and releases
 /// the runtime. At most one Environment may exist in a process, once. A program that leaves
-/// through exit() while its Environment lives (so the destructor never runs) is not finalized:
-/// its runtime is torn down at exit, its audit log closed, and its peers see it fail.
+/// through exit() before the destructor has run is not finalized: at exit, the runtime's
+/// thread stops and its audit log is closed, the rest is left to the end of the process (other
+/// threads may still be in calls), and its peers see it fail.
 
 #include <string>
 

@@ -99,18 +99,32 @@ Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Chann
 }
 
 Engine::~Engine() {
+  stop_background();
+  // Closing a channel completes its queued sends (part_done), which reads its peer: close them
+  // all while every peer is still whole.
+  closed_channels_.clear();
+  for (auto& peer : peers_) {
+    if (peer) peer->channel_.reset();
+  }
+}
+
+void Engine::stop_background() noexcept {
   stopping_ = true;
   {
     std::lock_guard lock(background_mu_);
     background_cv_.notify_all();
   }
   kick();
-  background_.join();
-  // Closing a channel completes its queued sends (part_done), which reads its peer: close them
-  // all while every peer is still whole.
-  closed_channels_.clear();
-  for (auto& peer : peers_) {
-    if (peer) peer->channel_.reset();
+  if (background_.joinable()) background_.join();
+}
+
+void Engine::stop_at_exit() noexcept {
+  stop_background();
+  if (config_.audit) {
+    try {
+      (void)config_.audit->close();
+    } catch (...) {  // exiting anyway: the launcher seals what the file holds
+    }
   }
 }
 
@@ -397,6 +411,7 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
               ++it;
             }
           }
+          wake_sleeping_poller();  // a thread waiting for one may be asleep in poll()
         }
         return request;
       }
@@ -676,7 +691,7 @@ std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t c
 
 std::optional<std::string> Engine::refused_receive(const CommState& comm, bool collective,
                                                    int source, int tag) {
-  if (policy() == nullptr || !policy()->enforcing()) return std::nullopt;
+  if (policy() == nullptr) return std::nullopt;
   // No rank may send it (no rule for the communicator, or segmentation), or no tag it accepts
   // is allowed: the receiver would refuse every message it could match.
   const CommEntry& entry = entry_for(comm);
@@ -687,13 +702,18 @@ std::optional<std::string> Engine::refused_receive(const CommState& comm, bool c
   const bool no_tag =
       !collective && (tag == ANY_TAG ? !rules.some_tag_allowed() : !rules.tag_allowed(tag));
   if (!no_sender && !no_tag) return std::nullopt;
-  if (!collective) {
-    // A collective's refusal is audited where its peer's send is refused (the same rules).
+  const bool enforcing = policy()->enforcing();
+  // A collective's refusal is audited where its peer's send is refused (the same rules).
+  if (!collective && audit() != nullptr) {
     const Verdict verdict = rules.rule() < 0 ? Verdict::deny_comm_unknown
                             : no_sender      ? Verdict::deny_segment
                                              : Verdict::deny_tag;
-    audit_denial(verdict, &entry, source_world, comm.context, 0, tag, 0, 0, "request", false);
+    if (enforcing || dry_run_audit_allowed(source_world, comm.context, verdict, "request")) {
+      audit_denial(verdict, &entry, source_world, comm.context, 0, tag, 0, 0, "request",
+                   !enforcing);
+    }
   }
+  if (!enforcing) return std::nullopt;  // audit mode: the receive waits, as without a policy
   const std::string sender =
       source_world == ANY_SOURCE ? "any rank" : "rank " + std::to_string(source);
   const std::string what = collective       ? std::string("collective traffic")
@@ -701,14 +721,6 @@ std::optional<std::string> Engine::refused_receive(const CommState& comm, bool c
                                             : "tag " + std::to_string(tag);
   return "policy never lets " + sender + " send " + what + " to this rank on communicator '" +
          entry.name + "'";
-}
-
-void Engine::refuse_probe_if_never_satisfied(const CommState& comm, bool collective, int source,
-                                             int tag) {
-  std::lock_guard lock(mu_);
-  if (auto refusal = refused_receive(comm, collective, source, tag)) {
-    throw Error(ErrorClass::policy, *refusal);
-  }
 }
 
 bool Engine::every_other_member_failed(const CommState& comm) const {
@@ -730,8 +742,10 @@ std::optional<Status> Engine::unreachable_source(const CommState& comm, int sour
   if (source_world == ANY_SOURCE) {
     if (every_other_member_failed(comm)) return failed;
   } else if (source_world != config_.world_rank) {
+    // A peer never connected is one the policy keeps apart: it has not failed, and nothing
+    // will come from it (a blocking probe was refused before it got here).
     const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
-    if (peer == nullptr || peer->failed_) return failed;
+    if (peer != nullptr && peer->failed_) return failed;
   }
   return std::nullopt;
 }
@@ -745,12 +759,20 @@ Status Engine::status_of(const CommState& comm, const Unexpected& message) {
 }
 
 std::optional<Status> Engine::find_unexpected(const CommState& comm, bool collective, int source,
-                                              int tag) {
+                                              int tag, bool blocking) {
   const std::uint32_t context = collective ? comm.collective_context() : comm.context;
   const int source_world = comm.world_source(source);
   const auto it = first_unexpected(context, source_world, tag);
   if (it != unexpected_.end()) return status_of(comm, *it);
+  if (blocking) throw_if_never_satisfied(comm, collective, source, tag);
   return unreachable_source(comm, source_world);
+}
+
+void Engine::throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag) {
+  if (!abort_reason_.empty()) return;  // unreachable_source says why, as for a receive
+  if (auto refusal = refused_receive(comm, collective, source, tag)) {
+    throw Error(ErrorClass::policy, *refusal);
+  }
 }
 
 template <class Find>
@@ -782,13 +804,11 @@ auto Engine::wait_for_match(Find&& find) {
 
 std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
                                      int tag) {
-  refuse_probe_if_never_satisfied(comm, collective, source, tag);
-  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag); });
+  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag, false); });
 }
 
 Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
-  refuse_probe_if_never_satisfied(comm, collective, source, tag);
-  return wait_for_match([&] { return find_unexpected(comm, collective, source, tag); });
+  return wait_for_match([&] { return find_unexpected(comm, collective, source, tag, true); });
 }
 
 // --- matched probe ---------------------------------------------------------------------------
@@ -801,11 +821,12 @@ struct MatchedMessage {
   std::uint64_t generation = 0;  // of its communicator's rules when taken (CommEntry)
 };
 
-std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int source,
-                                                      int tag) {
+std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int source, int tag,
+                                                      bool blocking) {
   const int source_world = comm.world_source(source);
   const auto it = first_unexpected(comm.context, source_world, tag);
   if (it == unexpected_.end()) {
+    if (blocking) throw_if_never_satisfied(comm, false, source, tag);
     if (auto failed = unreachable_source(comm, source_world)) return Probed{*failed, nullptr};
     return std::nullopt;
   }
@@ -819,13 +840,11 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
 }
 
 std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
-  refuse_probe_if_never_satisfied(comm, false, source, tag);
-  return find_after_progress([&] { return take_unexpected(comm, source, tag); });
+  return find_after_progress([&] { return take_unexpected(comm, source, tag, false); });
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
-  refuse_probe_if_never_satisfied(comm, false, source, tag);
-  return wait_for_match([&] { return take_unexpected(comm, source, tag); });
+  return wait_for_match([&] { return take_unexpected(comm, source, tag, true); });
 }
 
 void Engine::queue_unexpected(Unexpected&& message) {
@@ -869,8 +888,10 @@ void Engine::restore_matched(MatchedMessage& matched) {
       return;
     }
   }
-  // A receive posted while the message was taken found nothing: it gets it now.
+  // A receive posted while the message was taken found nothing: it gets it now. Its waiter may
+  // be asleep in poll() (this thread is outside progress): wake it.
   offer_unexpected(std::move(matched.message));
+  wake_sleeping_poller();
 }
 
 std::shared_ptr<RequestState> Engine::receive_matched(
@@ -1464,8 +1485,10 @@ Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int pee
     audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, !enforce);
   }
   if (!enforce) return Admit::allow;
-  if (std::string_view(direction) == "receive" && policy()->action() == policy::Action::abort &&
-      bootstrap_fd_ >= 0) {
+  // A dry run is never ended by a refusal only MPI's semantics force (a freed communicator's).
+  const bool violation = policy()->enforcing() || !always_enforced;
+  if (violation && std::string_view(direction) == "receive" &&
+      policy()->action() == policy::Action::abort && bootstrap_fd_ >= 0) {
     // The launcher tears the job down and reports this reason.
     const std::string reason = "policy violation: rank " + std::to_string(peer) + " sent " +
                                std::to_string(bytes) + " bytes on communicator '" +
@@ -1494,7 +1517,7 @@ void Engine::audit_denial(Verdict verdict, const CommEntry* entry, int peer, std
 
 bool Engine::dry_run_audit_allowed(int peer, std::uint32_t context, Verdict verdict,
                                    const char* direction) {
-  const DryRunKey key{peer, context & ~1u, verdict, std::string_view(direction) == "receive"};
+  const DryRunKey key{peer, context & ~1u, verdict, std::string_view(direction)};
   const std::uint64_t seen = ++dry_run_denials_[key];
   if (seen <= kAuditedDryRunDenials) return true;
   if (seen == kAuditedDryRunDenials + 1) {
@@ -1509,13 +1532,13 @@ bool Engine::dry_run_audit_allowed(int peer, std::uint32_t context, Verdict verd
 }
 
 nlohmann::ordered_json Engine::dry_run_limit_fields(const DryRunKey& key) const {
-  const auto& [peer, context, verdict, received] = key;
+  const auto& [peer, context, verdict, direction] = key;
   const CommEntry* entry = find_entry(context);
   return {{"records", "policy.deny"},
           {"peer", peer},
           {"comm", entry != nullptr ? entry->name : std::string("?")},
           {"context", context},
-          {"direction", received ? "receive" : "send"},
+          {"direction", direction},
           {"denial", policy::verdict_text(verdict)}};
 }
 
@@ -1544,7 +1567,7 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
   // A freed communicator takes no more messages, in audit mode too: nothing could receive
   // them. A non-member's or forged frame keeps its own verdict.
   if (entry->freed && verdict != Verdict::deny_not_member && verdict != Verdict::deny_op_context) {
-    verdict = Verdict::deny_comm_unknown;
+    verdict = Verdict::deny_comm_freed;
   }
   if (verdict == Verdict::allow) return Admit::allow;
   const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
@@ -1605,6 +1628,7 @@ void Engine::withdraw(const CommState& comm, OpKind op, std::uint32_t sequence,
     ++notified;
     for (const auto& request : cancelled) complete(*request, cls, why);
   }
+  wake_sleeping_poller();  // a thread waiting for a cancelled send may be asleep in poll()
   // Recorded first: the drops it causes follow it in the log.
   audit_withdrawal("collective.withdraw", -1, comm.collective_context(),
                    static_cast<std::uint16_t>(op), sequence, cls, reason, notified);

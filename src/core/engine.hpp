@@ -55,8 +55,9 @@
 //    as an unexpected message marked undecided (it counts against the peer's unexpected budget)
 //    and decided when the communicator is registered, before the application can see it.
 //    Frames for a freed communicator are denied, in audit mode too.
-//  * A receive or probe no message could satisfy under the rules fails at once (policy error,
-//    audited as a "request" denial) instead of waiting for ever.
+//  * A receive or blocking probe no message could satisfy under the rules fails at once
+//    (policy error, audited as a "request" denial) instead of waiting for ever; a nonblocking
+//    probe finds nothing.
 //  * A rename (set_name) takes effect at once: the rules are recompiled for the new name, after
 //    checking the communicator's members against that name's rule, as at creation.
 //  * Audit: enforced denials always (dry-run ones up to kAuditedDryRunDenials per kind),
@@ -150,6 +151,9 @@ class Engine {
   Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Channel>> channels,
          int bootstrap_fd, launch::BootstrapReader bootstrap_reader = {});
   ~Engine();
+  /// The program is leaving through exit() without finalizing (core/runtime.cpp): stops the
+  /// background thread and closes the audit log; the rest stays for threads still in calls.
+  void stop_at_exit() noexcept;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -436,8 +440,9 @@ class Engine {
                                 const std::shared_ptr<RequestState>& request,
                                 std::uint32_t context, std::uint16_t op);
   static Status status_of(const CommState& comm, const Unexpected& message);
-  std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source,
-                                        int tag);
+  // `blocking` (probe): refused if the policy never lets a message match (see refused_receive).
+  std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source, int tag,
+                                        bool blocking);
   // Probing (iprobe, improbe): `find` (an optional; called with mu_ held) now, and again after
   // one round of progress.
   template <class Find>
@@ -445,7 +450,7 @@ class Engine {
   // Blocking probing (probe, mprobe): `find` until it matches; returns what it found.
   template <class Find>
   auto wait_for_match(Find&& find);
-  std::optional<Probed> take_unexpected(const CommState& comm, int source, int tag);
+  std::optional<Probed> take_unexpected(const CommState& comm, int source, int tag, bool blocking);
   std::list<Unexpected>::iterator first_unexpected(std::uint32_t context, int source_world,
                                                    int tag);
   // Why a receive from `source_world` (or ANY_SOURCE) on `comm` can never be satisfied, if it
@@ -453,13 +458,15 @@ class Engine {
   // member did. (This rank could still match it with a send to itself; a program waiting on
   // that while all its peers are gone is taken for one waiting in vain.)
   std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
-  // Why the enforced policy refuses every message a receive or probe from `source` (a rank of
-  // `comm`, or ANY_SOURCE) with `tag` could match, audited (point-to-point: policy.deny,
-  // direction "request"); nullopt if it may accept one. Under mu_.
+  // Why the enforced policy refuses every message a receive or blocking probe from `source` (a
+  // rank of `comm`, or ANY_SOURCE) with `tag` could match, audited (point-to-point: policy.deny,
+  // direction "request"; in audit mode a dry-run record and nullopt); nullopt if it may accept
+  // one.
   std::optional<std::string> refused_receive(const CommState& comm, bool collective, int source,
                                              int tag);
-  // A probe that could never match fails at once, as a receive does: throws Error(policy).
-  void refuse_probe_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
+  // A blocking probe that nothing could ever match fails at once, as a receive does: throws
+  // Error(policy). (A nonblocking one just finds nothing.)
+  void throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
   // True if `comm` has members besides this rank and every one of them failed or finalized.
   bool every_other_member_failed(const CommState& comm) const;
   void read_peer(Peer& peer);
@@ -615,7 +622,8 @@ class Engine {
   // Dry-run denials seen, by (peer, the communicator's point-to-point context, verdict,
   // received): see kAuditedDryRunDenials. Both audit.limit records name that context. Bounded by
   // the communicators that exist here.
-  using DryRunKey = std::tuple<int, std::uint32_t, policy::Verdict, bool>;
+  // Peer, context, verdict and direction ("send", "receive" or "request": static strings).
+  using DryRunKey = std::tuple<int, std::uint32_t, policy::Verdict, std::string_view>;
   std::map<DryRunKey, std::uint64_t> dry_run_denials_;
   // Counts a dry-run denial; false once its key is past kAuditedDryRunDenials (the first time,
   // after writing the audit.limit record).
@@ -701,6 +709,7 @@ class Engine {
   std::mutex background_mu_;
   std::condition_variable background_cv_;
   std::thread background_;
+  void stop_background() noexcept;  // stops the background thread and joins it (without mu_)
 };
 
 }  // namespace sempi::detail

@@ -14,6 +14,7 @@
 #include "common/env_number.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "sempi/error.hpp"
+#include "transport/hello.hpp"
 
 namespace sempi::detail {
 namespace {
@@ -49,7 +50,11 @@ Runtime::Runtime()
   EngineConfig config;
   config.world_rank = job_.rank;
   config.world_size = job_.size;
-  config.eager_limit = static_cast<std::size_t>(env_long("SEMPI_EAGER_LIMIT", 64 * 1024));
+  // At most a frame's payload, which every peer accepts (ChannelLimits): an eager message is
+  // one frame.
+  config.eager_limit = static_cast<std::size_t>(
+      env_long("SEMPI_EAGER_LIMIT", 64 * 1024,
+               static_cast<long>(transport::ChannelLimits{}.max_frame_payload)));
   // Waiters poll (yielding the core between polls) before they block: blocking costs a wake-up
   // from idle, measured at ~30 us here, while the yield keeps spinning cheap even when ranks
   // outnumber cores (bench/RESULTS.md).
@@ -103,21 +108,30 @@ void forget_runtime_in_child() noexcept {
   g_parents_runtime = g_runtime.release();
 }
 
+// Kept reachable from here (never freed): the runtime a program left through exit().
+Runtime* volatile g_left_at_exit = nullptr;
+
 // A program that leaves through exit() while its sempi::Environment lives (exit(1) on an
-// error, say) is torn down here, as by g_runtime's static destructor, without finalizing (its
-// peers see it fail, as if it had crashed; finalizing would wait for them). But before
-// OpenSSL's exit handler tears libcrypto down: the static destructor runs after it, and the
-// engine's threads and the audit log's last records then used a dead libcrypto (the rank died
-// of SIGSEGV, its last records lost). Registered once a runtime exists, so after OpenSSL's
-// handler, which therefore runs after this one. (The mpi.h layer's own handler, registered
-// later still, runs first: it finalizes, as MPI_Finalize would.)
-void tear_down_at_exit() noexcept { Runtime::uninstall().reset(); }
+// error, say) is not finalized: its peers see it fail, as if it had crashed (finalizing would
+// wait for them). Before OpenSSL's exit handler tears libcrypto down, the engine's thread stops
+// and the audit log's last records are chained and written: later, both used a dead libcrypto
+// (the rank died of SIGSEGV, its last records lost). The runtime itself is left to the end of
+// the process, not freed: another thread may still be inside a sempi call. Registered once a
+// runtime exists, so after OpenSSL's handler, which therefore runs after this one. (The mpi.h
+// layer's own handler, registered later still, runs first: it finalizes, as MPI_Finalize
+// would.)
+void leave_at_exit() noexcept {
+  std::unique_ptr<Runtime> runtime = Runtime::uninstall();
+  if (!runtime) return;  // finalized already, or forgotten in a forked child
+  runtime->engine().stop_at_exit();
+  g_left_at_exit = runtime.release();
+}
 
 }  // namespace
 
 void Runtime::install(std::unique_ptr<Runtime> runtime) {
   static const int registered =
-      ::pthread_atfork(nullptr, nullptr, forget_runtime_in_child) + std::atexit(tear_down_at_exit);
+      ::pthread_atfork(nullptr, nullptr, forget_runtime_in_child) + std::atexit(leave_at_exit);
   (void)registered;
   std::lock_guard lock(g_mutex);
   g_runtime = std::move(runtime);

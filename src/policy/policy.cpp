@@ -196,6 +196,8 @@ const char* verdict_name(Verdict verdict) noexcept {
     case Verdict::deny_op_context: return "deny_op_context";
     case Verdict::deny_tag: return "deny_tag";
     case Verdict::deny_size: return "deny_size";
+    case Verdict::deny_comm_freed:
+      return "deny_comm_freed";
   }
   return "deny";
 }
@@ -211,6 +213,8 @@ const char* verdict_text(Verdict verdict) noexcept {
     case Verdict::deny_op_context: return "the operation kind does not fit the frame's context";
     case Verdict::deny_tag: return "this tag is not allowed on this communicator";
     case Verdict::deny_size: return "the message exceeds the size limit";
+    case Verdict::deny_comm_freed:
+      return "the communicator was freed on this rank";
   }
   return "denied";
 }

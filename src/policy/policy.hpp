@@ -73,6 +73,7 @@ enum class Verdict : std::uint8_t {
   deny_op_context,    ///< the frame's operation kind does not fit its context (forged)
   deny_tag,           ///< the point-to-point tag is outside the allowed ranges
   deny_size,          ///< the message exceeds the size limit
+  deny_comm_freed,    ///< the communicator was freed on this rank (refused in every mode)
 };
 /// "allow", "deny_segment", ... (stable identifiers for audit records).
 const char* verdict_name(Verdict verdict) noexcept;

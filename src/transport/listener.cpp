@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -76,6 +77,7 @@ void Listener::shutdown() noexcept {
 }
 
 UniqueFd Listener::accept(Deadline deadline, std::error_code& ec) {
+  std::error_code shortage;  // the last time accept4 found no descriptor or memory
   for (;;) {
     // A shut-down Unix socket keeps reporting EAGAIN: the flag, not its accept(), ends this.
     if (stopped_) {
@@ -95,14 +97,14 @@ UniqueFd Listener::accept(Deadline deadline, std::error_code& ec) {
       }
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors or memory for now (handshakes in flight hold several each): the
-        // connection waits in the backlog until some are released. Not a reason to stop.
-        const int err = errno;
-        if (Clock::now() + kResourcePause >= deadline) {
-          ec = {err, std::system_category()};
-          return {};
+        // connection waits in the backlog until some are released. Not a reason to stop; if
+        // the deadline comes first, this is why.
+        shortage = {errno, std::system_category()};
+        const auto left = deadline - Clock::now();
+        if (left > Clock::duration::zero()) {
+          std::this_thread::sleep_for(std::min<Clock::duration>(kResourcePause, left));
         }
-        std::this_thread::sleep_for(kResourcePause);  // not synchronisation: a scarce resource
-        continue;
+        continue;  // not synchronisation: waiting for a scarce resource
       }
       if (stopped_) break;
       ec = {errno, std::system_category()};
@@ -110,7 +112,7 @@ UniqueFd Listener::accept(Deadline deadline, std::error_code& ec) {
     }
     const auto now = Clock::now();
     if (now >= deadline) {
-      ec = errc::timeout;
+      ec = shortage ? shortage : make_error_code(errc::timeout);
       return {};
     }
     pollfd polled[2] = {{fd_.get(), POLLIN, 0}, {local_fd_.get(), POLLIN, 0}};  // -1: ignored

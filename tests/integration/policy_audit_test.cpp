@@ -270,15 +270,23 @@ TEST(Policy, DryRunDeliversAndLogsWouldBeDenials) {
   TempDir dir;
   const auto job = run(dir, 2, restricted(R"("mode": "audit",)"), "dryrun");
   ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
-  for (const char* file : {"rank-0.jsonl", "rank-1.jsonl"}) {
+  // Rank 0's send, rank 1's receive (posted: enforcement would fail it at once) and the
+  // message as it arrived: each a dry-run record of what enforcement would refuse.
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"rank-0.jsonl", {"send"}}, {"rank-1.jsonl", {"request", "receive"}}};
+  for (const auto& [file, directions] : expected) {
     const auto denials = records(job.audit / file, "policy.deny");
-    ASSERT_EQ(denials.size(), 1u) << file;
-    EXPECT_EQ(denials[0]["sempi"]["dry_run"], true);
-    EXPECT_EQ(denials[0]["sempi"]["tag"], 500);
+    ASSERT_EQ(denials.size(), directions.size()) << file;
+    for (std::size_t i = 0; i < denials.size(); ++i) {
+      EXPECT_EQ(denials[i]["sempi"]["dry_run"], true) << denials[i].dump();
+      EXPECT_EQ(denials[i]["sempi"]["tag"], 500) << denials[i].dump();
+      EXPECT_EQ(denials[i]["sempi"]["direction"], directions[i]) << denials[i].dump();
+    }
   }
 }
 
-constexpr const char* kDupAndIo = R"({"version": 1, "mode": "audit", "groups": {"all": "*"},
+constexpr const char* kDupAndIo =
+    R"({"version": 1, "mode": "audit", "on_violation": "abort", "groups": {"all": "*"},
   "segmentation": [{"between": ["all", "all"]}],
   "communicators": [
     {"name": "world", "members": "*", "collectives": "*", "p2p_tags": "*"},
@@ -306,7 +314,7 @@ TEST(Policy, AFreedCommunicatorsMessagesAreRefusedInAuditModeToo) {
   ASSERT_EQ(denials.size(), 1u);
   EXPECT_FALSE(denials[0]["sempi"].contains("dry_run")) << denials[0].dump();
   EXPECT_EQ(denials[0]["sempi"]["tag"], 5) << denials[0].dump();
-  EXPECT_EQ(denials[0]["event"]["reason"], "no communicator rule names this communicator")
+  EXPECT_EQ(denials[0]["event"]["reason"], "the communicator was freed on this rank")
       << denials[0].dump();
   for (const auto& received : records(job.audit / "rank-1.jsonl", "message.receive")) {
     EXPECT_NE(received["sempi"]["comm"], "world.dup") << received.dump();

@@ -266,6 +266,17 @@ TEST(Environment, RanksAreDumpableOnlyWhenAsked) {
       << bad.output;
 }
 
+// An eager message is one frame: a limit above the frame payload every peer accepts would make
+// large sends fail as frames too large, instead of going by rendezvous.
+TEST(Environment, AnEagerLimitAboveTheFramePayloadIsAClearError) {
+  const auto result = run(2, "environment", {"-x", "SEMPI_EAGER_LIMIT=100000000"}, 120s);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("SEMPI_EAGER_LIMIT='100000000' is too large (at most 67108864"),
+            std::string::npos)
+      << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
 TEST(Failure, NegativeOrNonNumericByteLimitIsRefusedNotUnlimited) {
   // strtoull takes "-1" as 2^64-1: once, that silently lifted the unexpected-data bound.
   const std::pair<const char*, const char*> cases[] = {

@@ -319,7 +319,10 @@ TEST(Listener, RunningOutOfDescriptorsIsWaitedOut) {
   rlimit lowered = saved;
   lowered.rlim_cur = 256;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
-  for (transport::UniqueFd fd(::dup(0)); fd.valid(); fd = transport::UniqueFd(::dup(0))) {
+  const transport::UniqueFd null_device(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(null_device.valid());
+  for (transport::UniqueFd fd(::dup(null_device.get())); fd.valid();
+       fd = transport::UniqueFd(::dup(null_device.get()))) {
     spare.push_back(std::move(fd));
   }
   const auto started = std::chrono::steady_clock::now();
