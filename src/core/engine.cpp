@@ -584,6 +584,8 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
                              comm->world_source(source), tag, buf, capacity);
   request->sequence = sequence;
   std::lock_guard lock(mu_);
+  // Audit mode: a receive enforcement would refuse is recorded, whatever is queued for it.
+  if (!collective) audit_dry_run_receive(*comm, source, tag);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     // Undecided messages wait for their communicator here: none can match (a backstop).
     if (!it->undecided && matches(*request, it->context, it->source, it->tag)) {
@@ -689,9 +691,8 @@ std::list<Engine::Unexpected>::iterator Engine::first_unexpected(std::uint32_t c
   });
 }
 
-std::optional<std::string> Engine::refused_receive(const CommState& comm, bool collective,
-                                                   int source, int tag) {
-  if (policy() == nullptr) return std::nullopt;
+std::optional<Engine::NeverMatched> Engine::never_matched(const CommState& comm, bool collective,
+                                                          int source, int tag) {
   // No rank may send it (no rule for the communicator, or segmentation), or no tag it accepts
   // is allowed: the receiver would refuse every message it could match.
   const CommEntry& entry = entry_for(comm);
@@ -702,25 +703,40 @@ std::optional<std::string> Engine::refused_receive(const CommState& comm, bool c
   const bool no_tag =
       !collective && (tag == ANY_TAG ? !rules.some_tag_allowed() : !rules.tag_allowed(tag));
   if (!no_sender && !no_tag) return std::nullopt;
-  const bool enforcing = policy()->enforcing();
-  // A collective's refusal is audited where its peer's send is refused (the same rules).
-  if (!collective && audit() != nullptr) {
-    const Verdict verdict = rules.rule() < 0 ? Verdict::deny_comm_unknown
-                            : no_sender      ? Verdict::deny_segment
-                                             : Verdict::deny_tag;
-    if (enforcing || dry_run_audit_allowed(source_world, comm.context, verdict, "request")) {
-      audit_denial(verdict, &entry, source_world, comm.context, 0, tag, 0, 0, "request",
-                   !enforcing);
-    }
-  }
-  if (!enforcing) return std::nullopt;  // audit mode: the receive waits, as without a policy
   const std::string sender =
       source_world == ANY_SOURCE ? "any rank" : "rank " + std::to_string(source);
   const std::string what = collective       ? std::string("collective traffic")
                            : tag == ANY_TAG ? std::string("point-to-point traffic")
                                             : "tag " + std::to_string(tag);
-  return "policy never lets " + sender + " send " + what + " to this rank on communicator '" +
-         entry.name + "'";
+  return NeverMatched{rules.rule() < 0 ? Verdict::deny_comm_unknown
+                      : no_sender      ? Verdict::deny_segment
+                                       : Verdict::deny_tag,
+                      &entry, source_world,
+                      "policy never lets " + sender + " send " + what +
+                          " to this rank on communicator '" + entry.name + "'"};
+}
+
+std::optional<std::string> Engine::refused_receive(const CommState& comm, bool collective,
+                                                   int source, int tag) {
+  if (policy() == nullptr || !policy()->enforcing()) return std::nullopt;
+  auto never = never_matched(comm, collective, source, tag);
+  if (!never) return std::nullopt;
+  // A collective's refusal is audited where its peer's send is refused (the same rules).
+  if (!collective) {
+    audit_denial(never->verdict, never->entry, never->source_world, comm.context, 0, tag, 0, 0,
+                 "request", false);
+  }
+  return std::move(never->message);
+}
+
+void Engine::audit_dry_run_receive(const CommState& comm, int source, int tag) {
+  if (policy() == nullptr || policy()->enforcing() || audit() == nullptr) return;
+  const auto never = never_matched(comm, false, source, tag);
+  if (never &&
+      dry_run_audit_allowed(never->source_world, comm.context, never->verdict, "request")) {
+    audit_denial(never->verdict, never->entry, never->source_world, comm.context, 0, tag, 0, 0,
+                 "request", true);
+  }
 }
 
 bool Engine::every_other_member_failed(const CommState& comm) const {
@@ -808,6 +824,10 @@ std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int
 }
 
 Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
+  if (!collective) {
+    std::lock_guard lock(mu_);
+    audit_dry_run_receive(comm, source, tag);  // once a call, not at every wake-up
+  }
   return wait_for_match([&] { return find_unexpected(comm, collective, source, tag, true); });
 }
 
@@ -844,6 +864,10 @@ std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source,
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
+  {
+    std::lock_guard lock(mu_);
+    audit_dry_run_receive(comm, source, tag);  // once a call, not at every wake-up
+  }
   return wait_for_match([&] { return take_unexpected(comm, source, tag, true); });
 }
 
@@ -1570,8 +1594,9 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
     verdict = Verdict::deny_comm_freed;
   }
   if (verdict == Verdict::allow) return Admit::allow;
-  const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
-                                   header.tag, bytes, header.sequence, "receive", entry->freed);
+  const Admit decision =
+      on_denial(verdict, entry, peer.world_rank_, header.context, header.op, header.tag, bytes,
+                header.sequence, "receive", verdict == Verdict::deny_comm_freed);
   if (decision == Admit::deny) peer.last_refusal_ = verdict;  // the DENY's reason
   if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
     // The frame handler sees the violation and fails the channel (see Peer::cut_off).

@@ -458,12 +458,23 @@ class Engine {
   // member did. (This rank could still match it with a send to itself; a program waiting on
   // that while all its peers are gone is taken for one waiting in vain.)
   std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
-  // Why the enforced policy refuses every message a receive or blocking probe from `source` (a
-  // rank of `comm`, or ANY_SOURCE) with `tag` could match, audited (point-to-point: policy.deny,
-  // direction "request"; in audit mode a dry-run record and nullopt); nullopt if it may accept
-  // one.
+  // Why no message could ever match a receive from `source` (a rank of `comm`, or ANY_SOURCE)
+  // with `tag` under the policy's rules (in either mode), or nullopt.
+  struct NeverMatched {
+    policy::Verdict verdict;
+    const CommEntry* entry;
+    int source_world;
+    std::string message;
+  };
+  std::optional<NeverMatched> never_matched(const CommState& comm, bool collective, int source,
+                                            int tag);
+  // Enforce mode: never_matched's message, audited for point-to-point (policy.deny, direction
+  // "request"); nullopt otherwise.
   std::optional<std::string> refused_receive(const CommState& comm, bool collective, int source,
                                              int tag);
+  // Audit mode: a point-to-point receive or blocking probe that enforcement would refuse, as a
+  // dry-run "request" record (bounded like the others).
+  void audit_dry_run_receive(const CommState& comm, int source, int tag);
   // A blocking probe that nothing could ever match fails at once, as a receive does: throws
   // Error(policy). (A nonblocking one just finds nothing.)
   void throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
