@@ -89,6 +89,19 @@ std::string in_quotes(std::string_view text) {
   return out;
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '\n') {
+      out += "\xe2\x90\x8a";  // U+240A SYMBOL FOR LINE FEED
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string printable_lines(std::string_view text) {
   std::string out;
   for (std::size_t start = 0;;) {

@@ -24,4 +24,9 @@ std::string in_quotes(std::string_view text);
 /// per line) that quote untrusted text.
 std::string printable_lines(std::string_view text);
 
+/// `text` with each line feed written as the symbol U+240A (␊), and nothing else changed: for
+/// untrusted text put into a message that printable_lines() prints, which keeps line feeds
+/// (and would double the backslash of an escape made earlier).
+std::string one_line(std::string_view text);
+
 }  // namespace sempi

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/hex.hpp"
+#include "common/printable.hpp"
 #include "core/collective_kind.hpp"
 #include "sempi/constants.hpp"
 #include "sempi/error.hpp"
@@ -578,7 +579,8 @@ Policy Policy::compile(const PolicyDocument& document) {
   PolicyParser{policy, issues}.parse(document.json);
   if (!issues.empty()) {
     std::string text = "invalid policy:";
-    for (const auto& i : issues) text += "\n  " + i.path + ": " + i.message;
+    // One line each: what the file named (keys, patterns) is escaped, newlines included.
+    for (const auto& i : issues) text += "\n  " + one_line(i.path) + ": " + one_line(i.message);
     throw Error(ErrorClass::config, text);
   }
   return policy;
@@ -724,15 +726,15 @@ Decision Policy::decide(const MessageQuery& q) const {
     if (!rule.any_tag && !ranges_contain(rule.tags, q.tag)) {
       d.verdict = Verdict::deny_tag;
       d.rule = rule_path + "/p2p_tags";
-      d.explanation = rule_path + " (name '" + rule.pattern + "') allows point-to-point tags " +
-                      ranges_text(rule.tags) + " only; tag " + std::to_string(q.tag) +
-                      " is not among them";
+      d.explanation = rule_path + " (name '" + one_line(rule.pattern) +
+                      "') allows point-to-point tags " + ranges_text(rule.tags) + " only; tag " +
+                      std::to_string(q.tag) + " is not among them";
       return d;
     }
   } else if ((rule.ops & (1u << q.op)) == 0) {
     d.verdict = Verdict::deny_op;
     d.rule = rule_path + "/collectives";
-    d.explanation = rule_path + " (name '" + rule.pattern + "') allows collectives " +
+    d.explanation = rule_path + " (name '" + one_line(rule.pattern) + "') allows collectives " +
                     ops_text(rule.ops) + "; not " + op_name;
     return d;
   }
@@ -749,7 +751,7 @@ Decision Policy::decide(const MessageQuery& q) const {
   d.verdict = Verdict::allow;
   d.rule = rule_path;
   d.explanation = op_name + " on " + comm + " allowed by " + rule_path + " (name '" +
-                  rule.pattern + "'); ranks " + std::to_string(q.from) + " and " +
+                  one_line(rule.pattern) + "'); ranks " + std::to_string(q.from) + " and " +
                   std::to_string(q.to) + " may talk by " + seg_text;
   return d;
 }
@@ -935,7 +937,8 @@ std::string Policy::summary(std::optional<int> ranks) const {
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     const auto& seg = segments_[i];
     s << "  [" << i << "] between " << seg.a << " and " << seg.b << " on "
-      << (seg.comms.empty() ? std::string("every communicator") : join(seg.comms)) << "\n";
+      << (seg.comms.empty() ? std::string("every communicator") : one_line(join(seg.comms)))
+      << "\n";
   }
   s << "communicators (first matching name wins; unnamed ones are denied):\n";
   if (comms_.empty()) s << "  (none: default deny)\n";
@@ -972,9 +975,9 @@ std::string Policy::summary(std::optional<int> ranks) const {
     } else if (for_self) {
       members += " (self, which this rule also governs, keeps its fixed member: the rank itself)";
     }
-    s << "  [" << i << "] " << c.pattern << ": members " << members << "; collectives "
-      << ops_text(c.ops) << "; p2p tags "
-      << (c.any_tag ? std::string("*") : ranges_text(c.tags));
+    // Patterns may hold any character: escaped, a newline in one cannot forge a summary line.
+    s << "  [" << i << "] " << one_line(c.pattern) << ": members " << members << "; collectives "
+      << ops_text(c.ops) << "; p2p tags " << (c.any_tag ? std::string("*") : ranges_text(c.tags));
     if (c.max_bytes) s << "; max " << *c.max_bytes << " bytes";
     s << "\n";
   }

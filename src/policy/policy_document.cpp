@@ -11,6 +11,7 @@
 
 #include <openssl/evp.h>
 
+#include "common/printable.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::policy {
@@ -164,8 +165,8 @@ nlohmann::json parse_policy_json(const std::string& text, const std::string& ori
       case Event::key:
         last_key = parsed.get<std::string>();
         if (!frames.back().keys.insert(last_key).second) {
-          throw Error(ErrorClass::config, origin + ": " + pointer_of(path) + ": key \"" +
-                                              last_key + "\" appears twice");
+          throw Error(ErrorClass::config, origin + ": " + one_line(pointer_of(path)) + ": key \"" +
+                                              one_line(last_key) + "\" appears twice");
         }
         break;
       case Event::value:

@@ -80,6 +80,16 @@ printf '{"version": 1, "communicators": [{"name": "\\u001b]0;pwned\\u0007", "mem
 expect 0 'pwned' "a communicator name with control characters is valid" -- \
   "$SEMPI" policy check "$WORK/name.json" --ranks 2
 if grep -q $'\x1b' "$WORK/out"; then fail "the policy summary printed a raw escape character"; fi
+# A newline in a name cannot forge lines of the summary, nor of an error message.
+printf '{"version": 1, "communicators": [{"name": "x\\nwarning: forged\\n  [9] y", "members": "*"}]}' \
+  > "$WORK/newline.json"
+expect 0 'x␊warning: forged' "a newline in a communicator name is shown as a symbol in the summary" -- \
+  "$SEMPI" policy check "$WORK/newline.json"
+if grep -qE '^warning: forged' "$WORK/out"; then fail "a name forged a summary line: $(cat "$WORK/out")"; fi
+printf '{"version": 1, "a\\nALLOW (forged)": 1}' > "$WORK/newline-key.json"
+expect 2 'unknown key' "a newline in an unknown key is escaped in the error" -- \
+  "$SEMPI" policy explain "$WORK/newline-key.json" --from 0 --to 1
+if grep -qE '^ALLOW' "$WORK/out"; then fail "a key forged an error line: $(cat "$WORK/out")"; fi
 { printf '{"version": 1, "comment": "'; head -c 300000 /dev/zero | tr '\0' x; printf '"}'; } \
   > "$WORK/large.json"
 expect 1 'large.json: /: the policy is [0-9]* bytes in canonical form' \
