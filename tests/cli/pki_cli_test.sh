@@ -175,6 +175,12 @@ expect_usage_error "ca --days 0" "invalid --days" -- "$SEMPI" pki ca --job rando
 expect_usage_error "ca unknown option" "unknown option '--bogus'" -- \
   "$SEMPI" pki ca --job random --out x6 --bogus
 expect_usage_error "ca extra argument" "unexpected argument" -- "$SEMPI" pki ca --job random --out x7 extra
+# A forgotten value is not taken from the next option (that made a directory "--force").
+expect_usage_error "ca --out followed by an option" "option '--out' needs a value, not the option '--force'" -- \
+  "$SEMPI" pki ca --job random --out --force
+if [[ -e ./--force ]]; then fail "ca --out --force created a directory named --force"; fi
+expect_usage_error "issue with an empty --ca" "option '--ca' needs a value, not an empty one" -- \
+  "$SEMPI" pki issue --ca= --rank 1 --out x12
 expect_usage_error "issue without --out" "missing required option --out" -- \
   "$SEMPI" pki issue --ca caA --rank 1
 expect_usage_error "issue --rank -1" "invalid --rank '-1'" -- "$SEMPI" pki issue --ca caA --rank -1 --out x8

@@ -37,9 +37,20 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CliSpec& spec) {
     if (inline_value) {
       values_[name] = *inline_value;
     } else if (i + 1 < args.size()) {
+      // "--out --force" is a forgotten value, not a directory named "--force": a value that
+      // is one of this command's options must be given as --out=--force.
+      const std::string& next = args[i + 1];
+      if (spec.flag_options.count(next) != 0 || spec.value_options.count(next) != 0) {
+        throw Error(ErrorClass::config, "option '" + name + "' needs a value, not the option '" +
+                                            next + "' (write " + name + "=" + next +
+                                            " if that is the value)");
+      }
       values_[name] = args[++i];
     } else {
       throw Error(ErrorClass::config, "option '" + name + "' needs a value");
+    }
+    if (values_[name].empty()) {  // "--ca=" would mean the current directory's files
+      throw Error(ErrorClass::config, "option '" + name + "' needs a value, not an empty one");
     }
   }
 }
