@@ -7,6 +7,13 @@
 set -euo pipefail
 
 mode="${1:-demo}"
+case "$mode" in
+  demo|test|build) ;;
+  *)  # before anything is installed
+    echo "usage: bash tools/quickstart.sh demo|test|build" >&2
+    exit 2
+    ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 jobs="$(nproc)"
@@ -31,7 +38,8 @@ install_missing() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "quickstart: installing ${missing[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Through env: sudo's env_reset would drop a variable set in front of it.
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
 # build/ is a Release build (-O3), as deployed and benchmarked. The sanitizer build below is
@@ -74,9 +82,5 @@ case "$mode" in
     build build-asan -DSEMPI_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests build-asan
-    ;;
-  *)
-    echo "usage: bash tools/quickstart.sh demo|test|build" >&2
-    exit 2
     ;;
 esac
