@@ -1255,6 +1255,14 @@ TEST(AuditReconcile, WhatCannotBeCountedIsListedNotCounted) {
   EXPECT_TRUE(result.unread[0].starts_with("rank-1.jsonl: cannot read")) << result.unread[0];
   report = report_json(load_audit_dir(dir.path()));
   EXPECT_EQ(report["not_read"][0], result.unread[0]);
+
+  // A log the launcher's log names but the directory lacks is listed too (it was skipped).
+  fs::remove(rank1);
+  result = reconcile(load_audit_dir(dir.path()));
+  ASSERT_EQ(result.unread.size(), 1u);
+  EXPECT_TRUE(result.unread[0].starts_with("rank-1.jsonl: missing")) << result.unread[0];
+  report = report_json(load_audit_dir(dir.path()));
+  EXPECT_EQ(report["not_read"][0], result.unread[0]);
 }
 
 // A message recorded twice on one side is listed, not merged; so is one whose communicator
