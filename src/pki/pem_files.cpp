@@ -84,10 +84,39 @@ void check_ancestors(const std::filesystem::path& dir, const std::filesystem::pa
   }
 }
 
+// The path as given may pass through a symbolic link only if it is root's or ours: another
+// user's link (planted in /tmp, say) could be pointed at another of our directories, whose
+// files --force would then replace, and check_ancestors only sees where the links lead.
+void check_links_on_the_way(const std::filesystem::path& given) {
+  std::filesystem::path p;
+  for (const auto& part : given) {
+    p /= part;
+    if (part == p.root_path()) continue;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) {
+      if (errno == ENOENT) return;  // to be created: nothing below it exists yet
+      throw Error(ErrorClass::config, "cannot inspect " + p.string() + ": " + errno_text(errno));
+    }
+    if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      throw Error(ErrorClass::config, p.string() + " is a symbolic link of another user (uid " +
+                                          std::to_string(st.st_uid) +
+                                          "), who could point it elsewhere; give the real "
+                                          "directory");
+    }
+  }
+}
+
 }  // namespace
 
-std::filesystem::path make_private_dir(const std::filesystem::path& dir) {
-  if (dir.empty()) throw Error(ErrorClass::config, "empty directory name");
+std::filesystem::path make_private_dir(const std::filesystem::path& given_dir) {
+  if (given_dir.empty()) throw Error(ErrorClass::config, "empty directory name");
+  // Without a trailing separator: lstat("link/") would follow the link.
+  std::filesystem::path dir = given_dir.lexically_normal();
+  if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) {
+    dir = dir.parent_path();
+  }
+  std::error_code absolute_error;
+  check_links_on_the_way(std::filesystem::absolute(dir, absolute_error));
   // Create missing ancestors first, each 0700 like the leaf.
   std::filesystem::path partial;
   for (const auto& part : dir.lexically_normal()) {

@@ -944,6 +944,7 @@ TEST(PemFiles, PrivateDirAndFileModes) {
   const fs::path link = tmp.path() / "link";
   fs::create_directory_symlink(dir, link);
   EXPECT_THROW(make_private_dir(link), Error);
+  EXPECT_THROW(make_private_dir(link.string() + "/"), Error);  // lstat("link/") follows it
   ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
   make_private_dir(shared);  // readable by others, but only we can change it: fine
 
@@ -1042,6 +1043,13 @@ TEST(PemFiles, PrivateDirRefusesAncestorsOthersCanChange) {
   EXPECT_EQ(mine, fs::canonical(open / "mine"));
 
   if (::geteuid() == 0) {  // only root can give a directory to another user
+    // Another user's link on the way is refused even where it leads somewhere safe: they could
+    // point it at another of our directories later.
+    const fs::path theirs = tmp.path() / "theirs";
+    fs::create_directory_symlink(tmp.path(), theirs);
+    ASSERT_EQ(::lchown(theirs.c_str(), 65534, 65534), 0);
+    refused_because(theirs / "out", "is a symbolic link of another user");
+    EXPECT_FALSE(fs::exists(tmp.path() / "out"));  // nothing was made through it
     ASSERT_EQ(::chmod(open.c_str(), 0755), 0);
     ASSERT_EQ(::chown(open.c_str(), 65534, 65534), 0);
     refused_because(open / "mine", "belongs to another user");
