@@ -167,6 +167,10 @@ expect 0 "^NOT CHECKED" "explain --members for world says members are not checke
   "$SEMPI" policy explain "$WORK/members.json" --comm world --members 0,1
 expect 0 "not checked for the predefined 'self'" "explain --members for self says so too" -- \
   "$SEMPI" policy explain "$WORK/members.json" --comm self --members 3
+expect 2 "missing required option --comm" "explain --members needs --comm (no silent world)" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --members 0,1
+expect 2 "an empty rank after the last ','" "explain --members refuses a trailing comma" -- \
+  "$SEMPI" policy explain "$WORK/members.json" --comm world.split --members 2,3,
 # The creation agreement runs on the parent first: a parent without comm_create refuses.
 cat > "$WORK/nocreate.json" <<'JSON'
 {"version": 1, "groups": {"all": "*", "lo": "0-1", "hi": "2-3"},

@@ -216,8 +216,14 @@ int run_explain(const std::vector<std::string>& args) {
     while (std::getline(s, item, ',')) {
       list.push_back(static_cast<int>(parse_integer(item, 0, policy::kMaxPolicyRank, "--members")));
     }
+    // getline drops a trailing empty item, which parse_integer would refuse anywhere else.
+    if (!members->empty() && members->back() == ',') {
+      throw Error(ErrorClass::config, "--members: an empty rank after the last ','");
+    }
     if (list.empty()) throw Error(ErrorClass::config, "--members needs at least one rank");
-    const std::string comm = cli.value("--comm").value_or("world");
+    // A membership question is about a communicator: no silent default to world, whose members
+    // are never checked (the answer would be NOT CHECKED, exit 0, whatever was meant).
+    const std::string comm = cli.required("--comm");
     if (comm == "world" || comm == "self") {
       // The runtime creates both itself, with no member check (runtime.cpp): a DENY here
       // would claim a refusal that never happens.
