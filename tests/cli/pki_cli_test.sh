@@ -82,6 +82,10 @@ openssl x509 -in caB/ca.pem -noout -text | grep -q "ED25519" || fail "caB is not
 expect_usage_error "ca over an existing CA" "already exists" -- "$SEMPI" pki ca --job random --out caA
 expect_status 0 "ca --force over a scratch CA" -- "$SEMPI" pki ca --job random --out caC
 expect_status 0 "ca --force" -- "$SEMPI" pki ca --job random --out caC --force
+expect_mode caC/ca.pem 644
+expect_mode caC/ca.key 600
+[[ $(openssl x509 -noout -pubkey -in caC/ca.pem) == $(openssl pkey -pubout -in caC/ca.key) ]] ||
+  fail "ca --force left a certificate that is not the new key's"
 
 # --- issue -----------------------------------------------------------------------------------
 DIGEST=$(printf 'policy' | sha256sum | cut -d' ' -f1)
@@ -175,6 +179,15 @@ expect_usage_error "ca --days 0" "invalid --days" -- "$SEMPI" pki ca --job rando
 expect_usage_error "ca unknown option" "unknown option '--bogus'" -- \
   "$SEMPI" pki ca --job random --out x6 --bogus
 expect_usage_error "ca extra argument" "unexpected argument" -- "$SEMPI" pki ca --job random --out x7 extra
+# --force that cannot put the certificate in place changes nothing: not a new key next to the
+# old certificate.
+expect_status 0 "ca for the --force failure" -- "$SEMPI" pki ca --job random --out caF
+key_before=$(sha256sum caF/ca.key)
+rm caF/ca.pem && mkdir caF/ca.pem
+expect_usage_error "ca --force over a directory named ca.pem" "not a regular file" -- \
+  "$SEMPI" pki ca --job random --out caF --force
+[[ $(sha256sum caF/ca.key) == "$key_before" ]] || fail "a failed --force replaced the CA key"
+if ls caF | grep -q '\.new-'; then fail "a failed --force left a temporary file: $(ls caF)"; fi
 # A forgotten value is not taken from the next option (that made a directory "--force").
 expect_usage_error "ca --out followed by an option" "option '--out' needs a value, not the option '--force'" -- \
   "$SEMPI" pki ca --job random --out --force

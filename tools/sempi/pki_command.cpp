@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <string>
 #include <vector>
 
@@ -131,18 +133,43 @@ struct WipeOnExit {
 
 // Writes a key (0600) and then its certificate (0644). Without --force, neither may exist,
 // checked by the writes themselves: of two runs racing for one directory, one wins whole, and
-// a loser that already wrote its key removes it. The key's text is wiped from memory after.
+// a loser that already wrote its key removes it. With --force, the new certificate is written
+// aside first, so that a failure (no space) leaves the old pair as it was, not a new key with
+// the old certificate. The key's text is wiped from memory after.
 void write_key_and_certificate(const fs::path& key_path, std::string key_pem,
                                const fs::path& cert_path, const std::string& cert_pem,
                                bool force) {
   const WipeOnExit wipe(key_pem);
-  const auto existing = force ? pki::Existing::replace : pki::Existing::refuse;
+  if (force) {
+    // What rename() cannot replace (a directory, say) is refused before anything changes.
+    std::error_code ec;
+    const auto status = fs::symlink_status(cert_path, ec);
+    if (!ec && fs::exists(status) && !fs::is_regular_file(status)) {
+      throw Error(ErrorClass::config,
+                  "cannot replace " + cert_path.string() + ": not a regular file");
+    }
+    const fs::path aside = cert_path.string() + ".new-" + std::to_string(::getpid());
+    pki::write_new_file(aside, cert_pem, 0644);
+    try {
+      pki::write_file(key_path, key_pem, 0600, pki::Existing::replace);
+    } catch (...) {
+      ::unlink(aside.c_str());
+      throw;
+    }
+    if (::rename(aside.c_str(), cert_path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(aside.c_str());
+      throw Error(ErrorClass::io, "cannot replace " + cert_path.string() + ": " +
+                                      std::strerror(err) + " (its key was replaced: run again)");
+    }
+    return;
+  }
   // Key first: a certificate without its key is useless, a key without one is just retried.
-  pki::write_file(key_path, key_pem, 0600, existing);
+  pki::write_file(key_path, key_pem, 0600, pki::Existing::refuse);
   try {
-    pki::write_file(cert_path, cert_pem, 0644, existing);
+    pki::write_file(cert_path, cert_pem, 0644, pki::Existing::refuse);
   } catch (...) {
-    if (!force) ::unlink(key_path.c_str());
+    ::unlink(key_path.c_str());
     throw;
   }
 }
