@@ -115,7 +115,10 @@ void Engine::stop_background() noexcept {
     background_cv_.notify_all();
   }
   kick();
-  if (background_.joinable()) background_.join();
+  // Not from the thread itself (a program calling exit() from code the engine ran there).
+  if (background_.joinable() && background_.get_id() != std::this_thread::get_id()) {
+    background_.join();
+  }
 }
 
 void Engine::stop_at_exit() noexcept {
