@@ -66,6 +66,15 @@ JobResult tool(const std::vector<std::string>& args) {
   return run_job(argv, 60s);
 }
 
+// Every rank may talk to every other on any communicator, with `audit` (a JSON object, or
+// empty for none) as the policy's message audit.
+std::string open_policy(const std::string& audit) {
+  return R"({"version": 1, "groups": {"all": "*"},
+    "segmentation": [{"between": ["all", "all"]}],
+    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}])" +
+         (audit.empty() ? std::string() : ", \"audit\": " + audit) + "}";
+}
+
 constexpr const char* kSegments = R"({"version": 1,
   "groups": {"a": "0-1", "b": "2-3"},
   "segmentation": [{"between": ["a", "a"]}, {"between": ["b", "b"]}],
@@ -398,11 +407,7 @@ TEST(Audit, KeyFileIsNeverReplacedNorLeftByARefusedJob) {
 
 TEST(Audit, RealJobVerifiesReportsAndReconciles) {
   TempDir dir;
-  const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "audit": {"messages": "digest"}})",
-                       "traffic");
+  const auto job = run(dir, 3, open_policy(R"({"messages": "digest"})"), "traffic");
   ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
 
   struct stat st {};
@@ -476,10 +481,7 @@ TEST(Audit, RealJobVerifiesReportsAndReconciles) {
 TEST(Audit, WithdrawalsFromACollectiveAndTheMessagesDroppedForThemAreAudited) {
   TempDir dir;
   const fs::path policy = dir.path() / "policy.json";
-  std::ofstream(policy) << R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "audit": {"messages": "metadata"}})";
+  std::ofstream(policy) << open_policy(R"({"messages": "metadata"})");
   const fs::path audit_dir = dir.path() / "audit";
   const auto result = run_job({SEMPIRUN_PATH, "-n", "4", "--timeout", "60", "--policy",
                                policy.string(), "--audit-dir", audit_dir.string(),
@@ -517,11 +519,8 @@ TEST(Audit, WithdrawalsFromACollectiveAndTheMessagesDroppedForThemAreAudited) {
 
 TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
   TempDir dir;
-  const auto job = run(dir, 3, R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "audit": {"messages": "metadata", "flush": "record"}})",
-                       "crash");
+  const auto job =
+      run(dir, 3, open_policy(R"({"messages": "metadata", "flush": "record"})"), "crash");
   EXPECT_EQ(job.result.exit_code, 128 + 9) << job.result.output;
   EXPECT_NE(job.result.output.find("rank 2 was killed by signal 9"), std::string::npos)
       << job.result.output;
@@ -547,9 +546,7 @@ TEST(Audit, LogsOfAJobWithACrashedRankVerifyAndReconcileListsTheLostMessage) {
 TEST(Audit, ALogDeletedDuringTheJobIsSealedAsMissing) {
   TempDir dir;
   const fs::path file = dir.path() / "policy.json";
-  std::ofstream(file) << R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}]})";
+  std::ofstream(file) << open_policy("");
   const fs::path audit = dir.path() / "audit";
   const auto result =
       run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
@@ -568,11 +565,7 @@ TEST(Audit, ALogDeletedDuringTheJobIsSealedAsMissing) {
 
 TEST(Audit, ARankThatCallsExitEndsWithItsStatusAndItsLogStaysWhole) {
   TempDir dir;
-  const auto job = run(dir, 2, R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "audit": {"messages": "metadata"}})",
-                       "exit_early");
+  const auto job = run(dir, 2, open_policy(R"({"messages": "metadata"})"), "exit_early");
   EXPECT_EQ(job.result.exit_code, 3) << job.result.output;
   EXPECT_NE(job.result.output.find("rank 1 exited with status 3"), std::string::npos)
       << job.result.output;
@@ -587,10 +580,7 @@ TEST(Audit, ARankThatCallsExitEndsWithItsStatusAndItsLogStaysWhole) {
 TEST(Audit, RecordsARankCouldNotWriteAreReportedAsUnwrittenNotRemoved) {
   TempDir dir;
   const fs::path file = dir.path() / "policy.json";
-  std::ofstream(file) << R"({"version": 1, "groups": {"all": "*"},
-    "segmentation": [{"between": ["all", "all"]}],
-    "communicators": [{"name": "*", "members": "*", "collectives": "*", "p2p_tags": "*"}],
-    "audit": {"messages": "metadata"}})";
+  std::ofstream(file) << open_policy(R"({"messages": "metadata"})");
   const fs::path audit = dir.path() / "audit";
   const auto result =
       run_job({SEMPIRUN_PATH, "-n", "2", "--timeout", "60", "--policy", file.string(),
