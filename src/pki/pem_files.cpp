@@ -84,9 +84,12 @@ void check_ancestors(const std::filesystem::path& dir, const std::filesystem::pa
   }
 }
 
-// The path as given may pass through a symbolic link only if it is root's or ours: another
-// user's link (planted in /tmp, say) could be pointed at another of our directories, whose
-// files --force would then replace, and check_ancestors only sees where the links lead.
+// A symbolic link on the path as given is used only if no other user can replace it (a link
+// is re-pointed by replacing it): its directory must belong to root or us and be writable by
+// nobody else, or be sticky, like /tmp, with the link root's or ours (there only a link's
+// owner may replace it). Otherwise another user's link (planted in /tmp, say) could later lead
+// to another of our directories, whose files --force would replace; check_ancestors only sees
+// where the links lead now.
 void check_links_on_the_way(const std::filesystem::path& given) {
   std::filesystem::path p;
   for (const auto& part : given) {
@@ -97,11 +100,20 @@ void check_links_on_the_way(const std::filesystem::path& given) {
       if (errno == ENOENT) return;  // to be created: nothing below it exists yet
       throw Error(ErrorClass::config, "cannot inspect " + p.string() + ": " + errno_text(errno));
     }
-    if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != ::geteuid()) {
-      throw Error(ErrorClass::config, p.string() + " is a symbolic link of another user (uid " +
-                                          std::to_string(st.st_uid) +
-                                          "), who could point it elsewhere; give the real "
-                                          "directory");
+    if (!S_ISLNK(st.st_mode)) continue;
+    struct stat parent {};
+    if (::stat(p.parent_path().c_str(), &parent) != 0) {
+      throw Error(ErrorClass::config,
+                  "cannot inspect " + p.parent_path().string() + ": " + errno_text(errno));
+    }
+    const auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+    const bool others_write = (parent.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool sticky = (parent.st_mode & S_ISVTX) != 0;
+    if (!trusted(parent.st_uid) || (others_write && !(sticky && trusted(st.st_uid)))) {
+      throw Error(ErrorClass::config,
+                  p.string() + " is a symbolic link that another user could replace (uid " +
+                      std::to_string(st.st_uid) + " owns it, in " + p.parent_path().string() +
+                      "); give the real directory");
     }
   }
 }

@@ -1043,13 +1043,25 @@ TEST(PemFiles, PrivateDirRefusesAncestorsOthersCanChange) {
   EXPECT_EQ(mine, fs::canonical(open / "mine"));
 
   if (::geteuid() == 0) {  // only root can give a directory to another user
-    // Another user's link on the way is refused even where it leads somewhere safe: they could
-    // point it at another of our directories later.
-    const fs::path theirs = tmp.path() / "theirs";
+    // Another user's link in a sticky directory (like /tmp) is refused even where it leads
+    // somewhere safe: they could replace it with one leading to another of our directories.
+    const fs::path sticky = tmp.path() / "sticky";
+    ASSERT_EQ(::mkdir(sticky.c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+    const fs::path theirs = sticky / "theirs";
     fs::create_directory_symlink(tmp.path(), theirs);
     ASSERT_EQ(::lchown(theirs.c_str(), 65534, 65534), 0);
-    refused_because(theirs / "out", "is a symbolic link of another user");
+    refused_because(theirs / "out", "is a symbolic link that another user could replace");
     EXPECT_FALSE(fs::exists(tmp.path() / "out"));  // nothing was made through it
+    // In a directory only we can write, nobody else can replace it, whoever owns it (an
+    // administrator's link such as /scratch -> /lustre/...).
+    const fs::path target = tmp.path() / "target";
+    ASSERT_EQ(::mkdir(target.c_str(), 0700), 0);
+    const fs::path admins = tmp.path() / "admins";
+    fs::create_directory_symlink(target, admins);
+    ASSERT_EQ(::lchown(admins.c_str(), 65534, 65534), 0);
+    const fs::path made = make_private_dir(admins / "out");
+    EXPECT_EQ(made, fs::canonical(target / "out"));
     ASSERT_EQ(::chmod(open.c_str(), 0755), 0);
     ASSERT_EQ(::chown(open.c_str(), 65534, 65534), 0);
     refused_because(open / "mine", "belongs to another user");
