@@ -791,10 +791,12 @@ namespace {
 // a record: verify leaves it out of the chain too).
 void for_each_whole_record(const LogFile& file, std::vector<std::string>& unread,
                            const std::function<void(const Record&)>& visit) {
-  if (!file.exists) {  // a log the directory's launcher log names (load_audit_dir)
-    unread.push_back(file.name +
-                     ": missing (the rank never joined, or its log was deleted: `sempi audit "
-                     "verify` tells which); not counted");
+  if (!file.exists) {  // the launcher log, or a rank log the launcher log names
+    unread.push_back(file.name == kLauncherFile
+                         ? file.name + ": missing; not counted"
+                         : file.name +
+                               ": missing (the rank never joined, or its log was deleted: "
+                               "`sempi audit verify` tells which); not counted");
     return;
   }
   try {

@@ -100,6 +100,9 @@ Engine::Engine(EngineConfig config, std::vector<std::unique_ptr<transport::Chann
 
 Engine::~Engine() {
   stop_background();
+  // Destroyed on the background thread itself (a program that called exit() there, through the
+  // mpi.h layer's finalize at exit): it was not joined; it must not be left joinable.
+  if (background_.joinable()) background_.detach();
   // Closing a channel completes its queued sends (part_done), which reads its peer: close them
   // all while every peer is still whole.
   closed_channels_.clear();

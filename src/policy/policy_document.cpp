@@ -33,9 +33,11 @@ constexpr const char* kDefaultPolicy = R"({
 })";
 
 // "/a/b" for the keys leading to the current object ("/" at the top).
+// For messages: a line feed in a key is shown as a symbol (one_line), so that it cannot start a
+// line of its own in an error printed through printable_lines().
 std::string pointer_of(const std::vector<std::string>& keys) {
   std::string path;
-  for (const auto& key : keys) path += "/" + escape_pointer(key);
+  for (const auto& key : keys) path += "/" + one_line(escape_pointer(key));
   return path.empty() ? "/" : path;
 }
 
@@ -165,7 +167,7 @@ nlohmann::json parse_policy_json(const std::string& text, const std::string& ori
       case Event::key:
         last_key = parsed.get<std::string>();
         if (!frames.back().keys.insert(last_key).second) {
-          throw Error(ErrorClass::config, origin + ": " + one_line(pointer_of(path)) + ": key \"" +
+          throw Error(ErrorClass::config, origin + ": " + pointer_of(path) + ": key \"" +
                                               one_line(last_key) + "\" appears twice");
         }
         break;

@@ -192,6 +192,9 @@ if ls caF | grep -q '\.new-'; then fail "a failed --force left a temporary file:
 expect_usage_error "ca --out followed by an option" "option '--out' needs a value, not the option '--force'" -- \
   "$SEMPI" pki ca --job random --out --force
 if [[ -e ./--force ]]; then fail "ca --out --force created a directory named --force"; fi
+expect_usage_error "ca --out followed by an option with its value" "option '--out' needs a value, not the option '--days=3'" -- \
+  "$SEMPI" pki ca --job random --out --days=3
+if [[ -e ./--days=3 ]]; then fail "ca --out --days=3 created a directory named --days=3"; fi
 expect_usage_error "issue with an empty --ca" "option '--ca' needs a value, not an empty one" -- \
   "$SEMPI" pki issue --ca= --rank 1 --out x12
 expect_usage_error "issue without --out" "missing required option --out" -- \

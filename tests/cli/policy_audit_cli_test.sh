@@ -90,6 +90,10 @@ printf '{"version": 1, "a\\nALLOW (forged)": 1}' > "$WORK/newline-key.json"
 expect 2 'unknown key' "a newline in an unknown key is escaped in the error" -- \
   "$SEMPI" policy explain "$WORK/newline-key.json" --from 0 --to 1
 if grep -qE '^ALLOW' "$WORK/out"; then fail "a key forged an error line: $(cat "$WORK/out")"; fi
+printf '{"version": 1, "a\\nALLOW (forged)": [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]}' > "$WORK/newline-deep.json"
+expect 2 'nested more than' "a newline in the key of a value nested too deep is escaped" -- \
+  "$SEMPI" policy explain "$WORK/newline-deep.json" --from 0 --to 1
+if grep -qE '^ALLOW' "$WORK/out"; then fail "a key forged an error line: $(cat "$WORK/out")"; fi
 { printf '{"version": 1, "comment": "'; head -c 300000 /dev/zero | tr '\0' x; printf '"}'; } \
   > "$WORK/large.json"
 expect 1 'large.json: /: the policy is [0-9]* bytes in canonical form' \

@@ -40,7 +40,8 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CliSpec& spec) {
       // "--out --force" is a forgotten value, not a directory named "--force": a value that
       // is one of this command's options must be given as --out=--force.
       const std::string& next = args[i + 1];
-      if (spec.flag_options.count(next) != 0 || spec.value_options.count(next) != 0) {
+      const std::string next_name = next.substr(0, next.find('='));  // "--days=3" too
+      if (spec.flag_options.count(next_name) != 0 || spec.value_options.count(next_name) != 0) {
         throw Error(ErrorClass::config, "option '" + name + "' needs a value, not the option '" +
                                             next + "' (write " + name + "=" + next +
                                             " if that is the value)");

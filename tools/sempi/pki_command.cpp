@@ -144,11 +144,12 @@ void write_key_and_certificate(const fs::path& key_path, std::string key_pem,
     // What rename() cannot replace (a directory, say) is refused before anything changes.
     std::error_code ec;
     const auto status = fs::symlink_status(cert_path, ec);
-    if (!ec && fs::exists(status) && !fs::is_regular_file(status)) {
+    if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status)) {
       throw Error(ErrorClass::config,
                   "cannot replace " + cert_path.string() + ": not a regular file");
     }
     const fs::path aside = cert_path.string() + ".new-" + std::to_string(::getpid());
+    ::unlink(aside.c_str());  // left by a run killed here under the same pid (a container's 1)
     pki::write_new_file(aside, cert_pem, 0644);
     try {
       pki::write_file(key_path, key_pem, 0600, pki::Existing::replace);
