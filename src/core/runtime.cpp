@@ -96,8 +96,10 @@ Runtime* Runtime::current() noexcept { return g_current.load(std::memory_order_a
 
 namespace {
 
-// Kept reachable from here (never freed): what a leak checker sees as in use, not lost.
-Runtime* volatile g_parents_runtime = nullptr;  // volatile: a store nobody reads must stay
+// A runtime kept reachable from here, never freed (a forked child's copy of its parent's, or the
+// one a program left through exit()): what a leak checker sees as in use, not lost. A process
+// keeps at most one so. Volatile: a store nobody reads must stay.
+Runtime* volatile g_unfreed_runtime = nullptr;
 
 // A child made by fork() is not a rank: it has none of the engine's threads, and its copies of
 // the rank's sockets and audit log are the rank's. It forgets the runtime, without tearing it
@@ -105,11 +107,9 @@ Runtime* volatile g_parents_runtime = nullptr;  // volatile: a store nobody read
 // and its exit leaves the parent's channels and log alone.
 void forget_runtime_in_child() noexcept {
   g_current.store(nullptr, std::memory_order_relaxed);
-  g_parents_runtime = g_runtime.release();
+  if (Runtime* forgotten = g_runtime.release())
+    g_unfreed_runtime = forgotten;  // a fork's fork has none
 }
-
-// Kept reachable from here (never freed): the runtime a program left through exit().
-Runtime* volatile g_left_at_exit = nullptr;
 
 // A program that leaves through exit() while its sempi::Environment lives (exit(1) on an
 // error, say) is not finalized: its peers see it fail, as if it had crashed (finalizing would
@@ -124,7 +124,7 @@ void leave_at_exit() noexcept {
   std::unique_ptr<Runtime> runtime = Runtime::uninstall();
   if (!runtime) return;  // finalized already, or forgotten in a forked child
   runtime->engine().stop_at_exit();
-  g_left_at_exit = runtime.release();
+  g_unfreed_runtime = runtime.release();
 }
 
 }  // namespace
