@@ -60,6 +60,9 @@ void make_one_dir(const std::filesystem::path& dir) {
               "cannot create directory " + dir.string() + ": " + errno_text(err));
 }
 
+// Root, or the user running this: the owners a path may pass through.
+bool root_or_us(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
+
 // Whoever may rename entries of a directory on the way to `dir` can swap `dir` itself (or a
 // directory above it) for one of their own, after we checked it. A directory on the way is
 // safe if it belongs to root or to us and nobody else may write into it, or if it is sticky
@@ -71,7 +74,7 @@ void check_ancestors(const std::filesystem::path& dir, const std::filesystem::pa
     if (::stat(p.c_str(), &st) != 0) {
       throw Error(ErrorClass::config, "cannot inspect " + p.string() + ": " + errno_text(errno));
     }
-    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    if (!root_or_us(st.st_uid)) {
       throw Error(ErrorClass::config, p.string() + " belongs to another user (uid " +
                                           std::to_string(st.st_uid) + "), who could replace " +
                                           dir.string() + "; choose a directory of your own");
@@ -106,10 +109,9 @@ void check_links_on_the_way(const std::filesystem::path& given) {
       throw Error(ErrorClass::config,
                   "cannot inspect " + p.parent_path().string() + ": " + errno_text(errno));
     }
-    const auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
     const bool others_write = (parent.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     const bool sticky = (parent.st_mode & S_ISVTX) != 0;
-    if (!trusted(parent.st_uid) || (others_write && !(sticky && trusted(st.st_uid)))) {
+    if (!root_or_us(parent.st_uid) || (others_write && !(sticky && root_or_us(st.st_uid)))) {
       throw Error(ErrorClass::config,
                   p.string() + " is a symbolic link that another user could replace (uid " +
                       std::to_string(st.st_uid) + " owns it, in " + p.parent_path().string() +
