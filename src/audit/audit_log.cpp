@@ -174,6 +174,12 @@ Sha256 sha256(std::span<const std::uint8_t> data) {
   return out;
 }
 
+nlohmann::ordered_json chain_head_json(const ChainHead& head) {
+  nlohmann::ordered_json out = {{"seq", head.seq}, {"hash", head.hash}};
+  if (!head.write_error.empty()) out["write_error"] = head.write_error;
+  return out;
+}
+
 Sha256 sha256(std::string_view text) {
   return sha256(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
 }

@@ -90,6 +90,10 @@ struct ChainHead {
   bool operator==(const ChainHead&) const = default;
 };
 
+/// {"seq":N,"hash":HEX[,"write_error":TEXT]}: a head as a rank reports it at finalize and as the
+/// launcher's records name it.
+nlohmann::ordered_json chain_head_json(const ChainHead& head);
+
 /// One message record, formatted without allocation on the hot path.
 struct MessageRecord {
   const char* action = "message.send";  // message.send|receive|drop, policy.deny

@@ -737,11 +737,9 @@ std::optional<std::string> Engine::refused_receive(const CommState& comm, bool c
 
 void Engine::audit_dry_run_receive(const CommState& comm, int source, int tag) {
   if (policy() == nullptr || policy()->enforcing() || audit() == nullptr) return;
-  const auto never = never_matched(comm, false, source, tag);
-  if (never &&
-      dry_run_audit_allowed(never->source_world, comm.context, never->verdict, "request")) {
-    audit_denial(never->verdict, never->entry, never->source_world, comm.context, 0, tag, 0, 0,
-                 "request", true);
+  if (const auto never = never_matched(comm, false, source, tag)) {
+    audit_dry_run_denial(never->verdict, never->entry, never->source_world, comm.context, 0, tag, 0,
+                         0, "request");
   }
 }
 
@@ -1304,10 +1302,10 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     // The chain ends only now: the head goes to the launcher, which signs it into the seal.
     const audit::ChainHead head = config_.audit->close();
     if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
-      nlohmann::json sent = {{"seq", head.seq}, {"hash", head.hash}};
-      if (!head.write_error.empty()) sent["write_error"] = head.write_error;
       (void)launch::write_bootstrap_message(
-          bootstrap_fd_, {{"type", "audit_head"}, {"audit_head", std::move(sent)}}, deadline);
+          bootstrap_fd_,
+          {{"type", "audit_head"}, {"audit_head", nlohmann::json(audit::chain_head_json(head))}},
+          deadline);
     }
   }
   for (auto& peer : peers_) {
@@ -1505,18 +1503,20 @@ void Engine::drain_freed() {
 
 Engine::Admit Engine::on_denial(Verdict verdict, const CommEntry* entry, int peer,
                                 std::uint32_t context, std::uint16_t op, int tag,
-                                std::uint64_t bytes, std::uint64_t msg, const char* direction,
-                                bool always_enforced) {
-  // A non-member's message, or an operation kind forged for its context, is refused even in
-  // audit mode: that mode relaxes the policy, never MPI's own communicator semantics.
+                                std::uint64_t bytes, std::uint64_t msg, const char* direction) {
+  // A non-member's message, an operation kind forged for its context, or a message for a freed
+  // communicator is refused even in audit mode: that mode relaxes the policy, never MPI's own
+  // communicator semantics.
+  const bool freed = verdict == Verdict::deny_comm_freed;
   const bool enforce = policy()->enforcing() || verdict == Verdict::deny_not_member ||
-                       verdict == Verdict::deny_op_context || always_enforced;
-  if (enforce || (audit() != nullptr && dry_run_audit_allowed(peer, context, verdict, direction))) {
-    audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, !enforce);
+                       verdict == Verdict::deny_op_context || freed;
+  if (!enforce) {
+    audit_dry_run_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction);
+    return Admit::allow;
   }
-  if (!enforce) return Admit::allow;
+  audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, false);
   // A dry run is never ended by a refusal only MPI's semantics force (a freed communicator's).
-  const bool violation = policy()->enforcing() || !always_enforced;
+  const bool violation = policy()->enforcing() || !freed;
   if (violation && std::string_view(direction) == "receive" &&
       policy()->action() == policy::Action::abort && bootstrap_fd_ >= 0) {
     // The launcher tears the job down and reports this reason.
@@ -1543,6 +1543,14 @@ void Engine::audit_denial(Verdict verdict, const CommEntry* entry, int peer, std
   r.direction = direction;
   r.dry_run = dry_run;  // audit mode: logged, not enforced
   log->message(r);
+}
+
+void Engine::audit_dry_run_denial(Verdict verdict, const CommEntry* entry, int peer,
+                                  std::uint32_t context, std::uint16_t op, int tag,
+                                  std::uint64_t bytes, std::uint64_t msg, const char* direction) {
+  if (audit() != nullptr && dry_run_audit_allowed(peer, context, verdict, direction)) {
+    audit_denial(verdict, entry, peer, context, op, tag, bytes, msg, direction, true);
+  }
 }
 
 bool Engine::dry_run_audit_allowed(int peer, std::uint32_t context, Verdict verdict,
@@ -1600,9 +1608,8 @@ Engine::Admit Engine::admit(Peer& peer, const FrameHeader& header) {
     verdict = Verdict::deny_comm_freed;
   }
   if (verdict == Verdict::allow) return Admit::allow;
-  const Admit decision =
-      on_denial(verdict, entry, peer.world_rank_, header.context, header.op, header.tag, bytes,
-                header.sequence, "receive", verdict == Verdict::deny_comm_freed);
+  const Admit decision = on_denial(verdict, entry, peer.world_rank_, header.context, header.op,
+                                   header.tag, bytes, header.sequence, "receive");
   if (decision == Admit::deny) peer.last_refusal_ = verdict;  // the DENY's reason
   if (decision == Admit::deny && ++peer.refusals_ == kRefusalsBeforeCutoff) {
     // The frame handler sees the violation and fails the channel (see Peer::cut_off).
@@ -1892,9 +1899,7 @@ std::optional<policy::Verdict> Engine::refused_after_rename(int source, std::uin
   const Verdict verdict = entry->decisions->check(source, op, (context & 1u) != 0, tag, bytes);
   if (verdict == Verdict::allow) return std::nullopt;
   if (!policy()->enforcing()) {
-    if (audit() != nullptr && dry_run_audit_allowed(source, context, verdict, "receive")) {
-      audit_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive", true);
-    }
+    audit_dry_run_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive");
     return std::nullopt;
   }
   audit_denial(verdict, entry, source, context, op, tag, bytes, msg, "receive", false);

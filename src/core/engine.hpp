@@ -520,11 +520,11 @@ class Engine {
   }
   CommEntry& compile_entry(const CommState& comm, const std::string& name);
   Admit admit(Peer& peer, const transport::FrameHeader& header);
-  // Audits a denial and says whether it is enforced (always for `always_enforced`: a freed
-  // communicator's frame).
+  // Audits a denial and says whether it is enforced (in audit mode too for the verdicts MPI's
+  // own semantics force: not a member, a forged operation kind, a freed communicator).
   Admit on_denial(policy::Verdict verdict, const CommEntry* entry, int peer, std::uint32_t context,
                   std::uint16_t op, int tag, std::uint64_t bytes, std::uint64_t msg,
-                  const char* direction, bool always_enforced = false);
+                  const char* direction);
   void send_deny(Peer& peer, std::uint64_t id, bool synchronous, policy::Verdict reason);
   // A peer withdrew from a collective (WITHDRAWN): this rank's transfers with it in that
   // collective fail, those waiting now and those posted later.
@@ -636,6 +636,10 @@ class Engine {
   // Peer, context, verdict and direction ("send", "receive" or "request": static strings).
   using DryRunKey = std::tuple<int, std::uint32_t, policy::Verdict, std::string_view>;
   std::map<DryRunKey, std::uint64_t> dry_run_denials_;
+  // A dry-run policy.deny record, unless its kind is past kAuditedDryRunDenials.
+  void audit_dry_run_denial(policy::Verdict verdict, const CommEntry* entry, int peer,
+                            std::uint32_t context, std::uint16_t op, int tag, std::uint64_t bytes,
+                            std::uint64_t msg, const char* direction);
   // Counts a dry-run denial; false once its key is past kAuditedDryRunDenials (the first time,
   // after writing the audit.limit record).
   bool dry_run_audit_allowed(int peer, std::uint32_t context, policy::Verdict verdict,

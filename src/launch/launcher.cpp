@@ -259,13 +259,6 @@ std::optional<audit::ChainHead> parse_head(const nlohmann::json& value) {
   return head;
 }
 
-// A head as the launcher's own records name it.
-nlohmann::ordered_json head_fields(const audit::ChainHead& head) {
-  nlohmann::ordered_json out = {{"seq", head.seq}, {"hash", head.hash}};
-  if (!head.write_error.empty()) out["write_error"] = head.write_error;
-  return out;
-}
-
 // How the log of a rank that died before it could report its head at finalize ends, as its
 // file has it: the head is its last complete line, and what follows that (a record cut off as
 // it was written) is sealed too, so that nothing can be added there afterwards.
@@ -1231,9 +1224,10 @@ class Launcher::Job {
         return;
       }
       if (head) heads_[r] = *head;
-      audit_event("rank.finalize", true, {},
-                  head ? nlohmann::ordered_json{{"rank", r}, {"audit_head", head_fields(*head)}}
-                       : nlohmann::ordered_json{{"rank", r}});
+      audit_event(
+          "rank.finalize", true, {},
+          head ? nlohmann::ordered_json{{"rank", r}, {"audit_head", audit::chain_head_json(*head)}}
+               : nlohmann::ordered_json{{"rank", r}});
       if (enrollment_->all_finalized()) {
         const nlohmann::json ok = {{"type", "finalize_ok"}};
         for (std::uint32_t w = 0; w < ranks_.size(); ++w) send(w, ok);
@@ -1265,7 +1259,7 @@ class Launcher::Job {
     }
     audit_event("rank.audit_head", head->write_error.empty(),
                 head->write_error.empty() ? "" : "the rank could not write its whole audit log",
-                {{"rank", r}, {"audit_head", head_fields(*head)}});
+                {{"rank", r}, {"audit_head", audit::chain_head_json(*head)}});
   }
 
   void handle_abort(std::uint32_t r, const nlohmann::json& message) {
