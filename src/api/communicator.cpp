@@ -210,7 +210,8 @@ std::optional<Status> Communicator::iprobe(int source, int tag) const {
   if (source == PROC_NULL) return Status{PROC_NULL, ANY_TAG, 0, false, ErrorClass::success};
   auto status = Runtime::get().engine().iprobe(comm, false, source, tag);
   if (status && status->error != ErrorClass::success) {
-    throw Error(status->error, "iprobe: the source rank failed or the job was aborted");
+    throw Error(status->error,
+                "iprobe: the source rank failed or finalized, or the job was aborted");
   }
   return status;
 }
@@ -222,7 +223,7 @@ Status Communicator::probe(int source, int tag) const {
   if (source == PROC_NULL) return Status{PROC_NULL, ANY_TAG, 0, false, ErrorClass::success};
   auto status = Runtime::get().engine().probe(comm, false, source, tag);
   if (status.error != ErrorClass::success) {
-    throw Error(status.error, "probe: the source rank failed or the job was aborted");
+    throw Error(status.error, "probe: the source rank failed or finalized, or the job was aborted");
   }
   return status;
 }
@@ -232,8 +233,9 @@ namespace {
 std::pair<Message, Status> checked_probed(const std::shared_ptr<detail::CommState>& state,
                                           detail::Engine::Probed probed, const char* operation) {
   if (probed.status.error != ErrorClass::success) {
-    throw Error(probed.status.error,
-                std::string(operation) + ": the source rank failed or the job was aborted");
+    throw Error(
+        probed.status.error,
+        std::string(operation) + ": the source rank failed or finalized, or the job was aborted");
   }
   return {Message(state, std::move(probed.message)), probed.status};
 }

@@ -195,6 +195,8 @@ std::shared_ptr<RequestState> Engine::take_posted(std::uint32_t context, int sou
       auto request = std::move(*it);
       posted_.erase(it);
       request->matched = true;
+      // A message an mprobe took before its sender began to finalize, put back (restore_matched).
+      request->unmatchable.store(false, std::memory_order_relaxed);
       return request;
     }
   }
@@ -262,13 +264,17 @@ void Engine::owe_credit(Peer& peer, std::uint64_t cost) {
 }
 
 void Engine::send_control(Peer& peer, FrameType type, std::uint64_t aux) {
+  queue_control(peer, type, aux);
+  flush_peer(peer);
+}
+
+void Engine::queue_control(Peer& peer, FrameType type, std::uint64_t aux) {
   if (!peer.channel_ || peer.failed_) return;
   FrameHeader header;
   header.type = type;
   header.source = static_cast<std::uint32_t>(config_.world_rank);
   header.aux = aux;
   peer.channel_->enqueue(header, {}, nullptr);
-  flush_peer(peer);
 }
 
 void Engine::flush_peer(Peer& peer) {
@@ -313,11 +319,13 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   peer.send_rendezvous_.clear();
   peer.awaiting_sync_.clear();
   for (auto it = posted_.begin(); it != posted_.end();) {
-    const RequestState& request = **it;
+    RequestState& request = **it;
     if (request.source_world == peer.world_rank_ ||
         (request.source_world == ANY_SOURCE && request.comm &&
          every_other_member_failed(*request.comm))) {
       fail(*it);
+      it = posted_.erase(it);
+    } else if (give_up_if_unmatchable(request)) {  // the others left began to finalize
       it = posted_.erase(it);
     } else {
       ++it;
@@ -342,6 +350,30 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   // failed peer changes what it answers (peer_failed instead of waiting forever).
   ++unexpected_generation_;
   notify_waiters();
+}
+
+void Engine::on_peer_finalizing(Peer& peer) {
+  peer.finalizing_ = true;
+  ++finalizing_peers_;
+  // Everything it sent before has been read (it precedes the frame): what nothing matched so
+  // far, nothing will. (Rendezvous transfers under way go on: it still sends their DATA.)
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    it = give_up_if_unmatchable(**it) ? posted_.erase(it) : std::next(it);
+  }
+  ++unexpected_generation_;  // a blocking probe for its messages looks again
+  notify_waiters();
+}
+
+bool Engine::give_up_if_unmatchable(RequestState& request) {
+  if (!nothing_can_match(request)) return false;
+  if ((request.context & 1u) != 0) {  // a collective's part: its schedule fails now
+    complete(request, ErrorClass::peer_failed, unmatchable_reason(request));
+    return true;
+  }
+  // A point-to-point receive stays pending for a test or a cancel, as MPI allows a receive
+  // nothing will match; a wait fails it (Engine::wait).
+  request.unmatchable.store(true, std::memory_order_relaxed);
+  return false;
 }
 
 void Engine::abort_job(const std::string& reason) {
@@ -382,6 +414,10 @@ std::shared_ptr<RequestState> Engine::isend(const CommState& comm, OpKind op, co
   std::lock_guard lock(mu_);
   if (!abort_reason_.empty()) {
     complete(*request, ErrorClass::peer_failed, "job aborted: " + abort_reason_);
+    return request;
+  }
+  if (finalizing_sent_) {  // another thread's send, racing this rank's finalize
+    complete(*request, ErrorClass::other, "this rank has begun to finalize: it sends no more");
     return request;
   }
   // The receiver takes no part in this collective: nothing would ever receive the message.
@@ -622,10 +658,10 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
       return request;
     }
   } else if (request->source_world == ANY_SOURCE && every_other_member_failed(*comm)) {
-    complete(*request, ErrorClass::peer_failed,
-             "every other member of communicator '" + comm->name() + "' has failed or finalized");
+    complete(*request, ErrorClass::peer_failed, unmatchable_reason(*request));
     return request;
   }
+  if (give_up_if_unmatchable(*request)) return request;  // its source began to finalize
   posted_.push_back(request);
   return request;
 }
@@ -743,29 +779,68 @@ void Engine::audit_dry_run_receive(const CommState& comm, int source, int tag) {
   }
 }
 
-bool Engine::every_other_member_failed(const CommState& comm) const {
-  if (failed_peers_ == 0) return false;
+namespace {
+
+// Every member of `comm` but `self` is `gone` (a predicate on its Peer, null if never
+// connected), and there is such a member.
+template <class Gone>
+bool every_other_member(const CommState& comm, int self, const auto& peers, Gone&& gone) {
   bool others = false;
   for (const int member : comm.world_ranks) {
-    if (member == config_.world_rank) continue;
+    if (member == self) continue;
     others = true;
-    const Peer* peer = peers_[static_cast<std::size_t>(member)].get();
-    if (peer != nullptr && !peer->failed_) return false;
+    if (!gone(peers[static_cast<std::size_t>(member)].get())) return false;
   }
   return others;
 }
 
-std::optional<Status> Engine::unreachable_source(const CommState& comm, int source_world) const {
+}  // namespace
+
+bool Engine::every_other_member_failed(const CommState& comm) const {
+  if (failed_peers_ == 0) return false;
+  return every_other_member(comm, config_.world_rank, peers_,
+                            [](const Peer* peer) { return peer == nullptr || peer->failed_; });
+}
+
+bool Engine::every_other_member_done_sending(const CommState& comm) const {
+  if (failed_peers_ + finalizing_peers_ == 0) return false;
+  return every_other_member(comm, config_.world_rank, peers_, [](const Peer* peer) {
+    return peer == nullptr || peer->failed_ || peer->finalizing_;
+  });
+}
+
+bool Engine::nothing_can_match(const RequestState& request) const {
+  if (request.source_world == ANY_SOURCE) {
+    return request.comm && every_other_member_done_sending(*request.comm);
+  }
+  if (request.source_world == config_.world_rank) return false;
+  const Peer* peer = peers_[static_cast<std::size_t>(request.source_world)].get();
+  return peer != nullptr && (peer->failed_ || peer->finalizing_);
+}
+
+std::string Engine::unmatchable_reason(const RequestState& request) const {
+  if (request.source_world == ANY_SOURCE) {
+    return "every other member of communicator '" +
+           (request.comm ? request.comm->name() : std::string()) + "' has failed or finalized";
+  }
+  return "rank " + std::to_string(request.source_world) +
+         " has begun to finalize: no message from it can match this receive";
+}
+
+std::optional<Status> Engine::unreachable_source(const CommState& comm, int source_world,
+                                                 bool blocking) const {
   Status failed;
   failed.error = ErrorClass::peer_failed;
   if (!abort_reason_.empty()) return failed;
   if (source_world == ANY_SOURCE) {
-    if (every_other_member_failed(comm)) return failed;
+    if (blocking ? every_other_member_done_sending(comm) : every_other_member_failed(comm)) {
+      return failed;
+    }
   } else if (source_world != config_.world_rank) {
     // A peer never connected is one the policy keeps apart: it has not failed, and nothing
     // will come from it (a blocking probe was refused before it got here).
     const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
-    if (peer != nullptr && peer->failed_) return failed;
+    if (peer != nullptr && (peer->failed_ || (blocking && peer->finalizing_))) return failed;
   }
   return std::nullopt;
 }
@@ -785,7 +860,7 @@ std::optional<Status> Engine::find_unexpected(const CommState& comm, bool collec
   const auto it = first_unexpected(context, source_world, tag);
   if (it != unexpected_.end()) return status_of(comm, *it);
   if (blocking) throw_if_never_satisfied(comm, collective, source, tag);
-  return unreachable_source(comm, source_world);
+  return unreachable_source(comm, source_world, blocking);
 }
 
 void Engine::throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag) {
@@ -851,7 +926,9 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
   const auto it = first_unexpected(comm.context, source_world, tag);
   if (it == unexpected_.end()) {
     if (blocking) throw_if_never_satisfied(comm, false, source, tag);
-    if (auto failed = unreachable_source(comm, source_world)) return Probed{*failed, nullptr};
+    if (auto failed = unreachable_source(comm, source_world, blocking)) {
+      return Probed{*failed, nullptr};
+    }
     return std::nullopt;
   }
   Probed probed;
@@ -1001,8 +1078,22 @@ void Engine::wait_until(Done&& done, int peer_hint) {
   if (--active_waiters_ > 0) notify_waiters();  // the token is free for the next waiter
 }
 
+namespace {
+
+// Done, or a receive nothing can match any more (the waiter then fails it).
+bool ended(const RequestState& request) {
+  return request.done.load(std::memory_order_acquire) ||
+         request.unmatchable.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// Waiting on a receive that nothing can match would wait for ever: it fails instead (MPI
+// leaves such a wait erroneous; Open MPI hangs).
 void Engine::wait(const RequestState& request) {
-  wait_until([&] { return request.done.load(std::memory_order_acquire); }, request.peer_hint);
+  do {
+    wait_until([&] { return ended(request); }, request.peer_hint);
+  } while (!request.done.load(std::memory_order_acquire) && !fail_unmatchable(request));
 }
 
 std::size_t Engine::wait_any(const std::vector<const RequestState*>& requests) {
@@ -1012,18 +1103,33 @@ std::size_t Engine::wait_any(const std::vector<const RequestState*>& requests) {
   for (const RequestState* r : requests) {
     if (r->peer_hint != hint) hint = -1;
   }
-  wait_until(
-      [&] {
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-          if (requests[i]->done.load(std::memory_order_acquire)) {
-            index = i;
-            return true;
+  do {
+    wait_until(
+        [&] {
+          for (std::size_t i = 0; i < requests.size(); ++i) {
+            if (ended(*requests[i])) {
+              index = i;
+              return true;
+            }
           }
-        }
-        return requests.empty();
-      },
-      hint);
+          return requests.empty();
+        },
+        hint);
+  } while (index < requests.size() && !requests[index]->done.load(std::memory_order_acquire) &&
+           !fail_unmatchable(*requests[index]));
   return index;
+}
+
+bool Engine::fail_unmatchable(const RequestState& request) {
+  std::lock_guard lock(mu_);
+  if (!request.unmatchable.load(std::memory_order_relaxed)) return false;  // matched since
+  const auto it = std::find_if(posted_.begin(), posted_.end(),
+                               [&](const auto& posted) { return posted.get() == &request; });
+  // Every other way out of posted_ completes the request or clears the mark (take_posted).
+  if (it == posted_.end()) return false;
+  complete(**it, ErrorClass::peer_failed, unmatchable_reason(request));
+  posted_.erase(it);
+  return true;
 }
 
 bool Engine::test(const RequestState& request) {
@@ -1231,6 +1337,13 @@ void Engine::background_loop() {
 void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   {
     std::lock_guard lock(mu_);
+    // Peers waiting for a message from this rank learn now that none will come, and fail
+    // instead of waiting until every rank reaches finalize (a program that finalizes with
+    // a peer still waiting on it would otherwise hang the job until SEMPI_FINALIZE_TIMEOUT).
+    for (auto& peer : peers_) {
+      if (peer && peer->channel_ && !peer->failed_) queue_control(*peer, FrameType::finalizing, 0);
+    }
+    finalizing_sent_ = true;
     if (config_.audit) {
       drain_freed();
       config_.audit->event("rank.finalize", true);
@@ -2045,6 +2158,13 @@ bool Engine::Peer::out_of_place(const FrameHeader& header) {
     violation_ = std::string(frame_type_name(header.type)) + " frame after GOODBYE";
     return true;
   }
+  // After FINALIZING it starts no new message: receives from it that nothing matched were
+  // failed or marked on the strength of that promise.
+  if (finalizing_ && (header.type == FrameType::eager || header.type == FrameType::rts ||
+                      header.type == FrameType::finalizing)) {
+    violation_ = std::string(frame_type_name(header.type)) + " frame after FINALIZING";
+    return true;
+  }
   // Applications cannot send negative tags (ANY_TAG is -1): such a message could only match
   // wildcard receives, and would report a wildcard as its tag.
   if ((header.type == FrameType::eager || header.type == FrameType::rts) &&
@@ -2386,6 +2506,15 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
                      peer_text(payload));
       return {};
     }
+    case FrameType::finalizing:
+      // It names nothing: no flags, tag, context, operation or aux (its payload was refused).
+      if (header.flags != 0 || header.tag != 0 || header.context != 0 || header.op != 0 ||
+          header.aux != 0) {
+        violation_ = "FINALIZING with fields set";
+        return errc::frame_unexpected;
+      }
+      e.on_peer_finalizing(*this);
+      return {};
     case FrameType::goodbye:
       said_goodbye_ = true;
       return {};

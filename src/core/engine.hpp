@@ -381,6 +381,7 @@ class Engine {
     std::unique_ptr<transport::Channel> channel_;
     bool failed_ = false;
     bool said_goodbye_ = false;
+    bool finalizing_ = false;  // it sent FINALIZING: it starts no new message (no EAGER, RTS)
     std::string failure_;
     std::uint64_t unexpected_bytes_ = 0;
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
@@ -456,8 +457,11 @@ class Engine {
   // Why a receive from `source_world` (or ANY_SOURCE) on `comm` can never be satisfied, if it
   // cannot: the job aborted, the source failed (or finalized), or for ANY_SOURCE every other
   // member did. (This rank could still match it with a send to itself; a program waiting on
-  // that while all its peers are gone is taken for one waiting in vain.)
-  std::optional<Status> unreachable_source(const CommState& comm, int source_world) const;
+  // that while all its peers are gone is taken for one waiting in vain.) `blocking` (a probe
+  // that would wait): a source that began to finalize counts as gone too; a nonblocking probe
+  // just finds nothing from it, as a test of a receive from it does.
+  std::optional<Status> unreachable_source(const CommState& comm, int source_world,
+                                           bool blocking) const;
   // Why no message could ever match a receive from `source` (a rank of `comm`, or ANY_SOURCE)
   // with `tag` under the policy's rules (in either mode), or nullopt.
   struct NeverMatched {
@@ -480,11 +484,31 @@ class Engine {
   void throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
   // True if `comm` has members besides this rank and every one of them failed or finalized.
   bool every_other_member_failed(const CommState& comm) const;
+  // As every_other_member_failed, counting also the members that began to finalize.
+  bool every_other_member_done_sending(const CommState& comm) const;
+  // True if no message can match `request` (a posted receive) any more: its source failed or
+  // began to finalize, or for ANY_SOURCE every other member did.
+  bool nothing_can_match(const RequestState& request) const;
+  // Why nothing_can_match(request), for its error.
+  std::string unmatchable_reason(const RequestState& request) const;
+  // For a posted receive nothing can match any more: a collective's part fails now (true:
+  // take it out of posted_); a point-to-point receive is marked (RequestState::unmatchable).
+  bool give_up_if_unmatchable(RequestState& request);
+  // A peer's FINALIZING: gives up the receives nothing can match now (give_up_if_unmatchable),
+  // and blocking probes look again.
+  void on_peer_finalizing(Peer& peer);
+  // A waiter found `request` marked unmatchable: fails it, if it still is (it may have been
+  // matched since, by a message its mprobe put back). True if it did.
+  bool fail_unmatchable(const RequestState& request);
   void read_peer(Peer& peer);
   // One peer's share of a progress round: reads it if `readable` (and not paused), then
   // writes what is queued for it.
   void service_peer(Peer& peer, bool readable);
   void send_control(Peer& peer, transport::FrameType type, std::uint64_t aux);
+  // Queues a control frame for the next progress round, which reads the peer before it
+  // writes: a write failing on a peer gone meanwhile would fail it before its last frames
+  // were read (and their drops audited).
+  void queue_control(Peer& peer, transport::FrameType type, std::uint64_t aux);
   // cancel() with mu_ held.
   bool cancel_locked(RequestState& request);
   void send_rendezvous_data(Peer& peer, SendRendezvous& transfer);
@@ -687,6 +711,7 @@ class Engine {
   std::unordered_set<std::uint32_t> contexts_adopted_;
   std::atomic<std::uint64_t> unexpected_generation_{0};  // bumped on every unexpected arrival
   int failed_peers_ = 0;  // peers failed or finalized (mu_): most jobs never look at members
+  int finalizing_peers_ = 0;    // peers that sent FINALIZING (mu_)
   std::uint64_t arrivals_ = 0;  // numbers unexpected messages in arrival order (under mu_)
   // Bumped (under mu_) by every progress step that moved data on a channel: see wait_until.
   std::atomic<std::uint64_t> traffic_{0};
@@ -704,6 +729,7 @@ class Engine {
   std::string abort_reason_;
   std::atomic<bool> aborted_{false};
   bool goodbye_sent_ = false;  // (mu_) after GOODBYE a peer accepts only DENY and ABORT from us
+  bool finalizing_sent_ = false;  // (mu_) FINALIZING sent: this rank starts no new message
   // Scratch for progress(); only the token holder touches them.
   std::vector<pollfd> poll_fds_;
   std::vector<Peer*> polled_peers_;

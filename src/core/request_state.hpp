@@ -45,6 +45,10 @@ struct RequestState {
 
   RequestKind kind;
   std::atomic<bool> done{false};
+  // Receive, still posted: nothing can match it any more (its source, or for ANY_SOURCE every
+  // other member, failed or began to finalize). A wait on it fails it (Engine::wait); a test
+  // and a cancel still see it pending. Set and cleared under the engine lock.
+  std::atomic<bool> unmatchable{false};
   Status status;
   std::string error_message;  // set when status.error != success
 

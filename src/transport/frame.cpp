@@ -65,6 +65,8 @@ const char* frame_type_name(FrameType type) noexcept {
     case FrameType::deny: return "DENY";
     case FrameType::credit: return "CREDIT";
     case FrameType::withdrawn: return "WITHDRAWN";
+    case FrameType::finalizing:
+      return "FINALIZING";
   }
   return "UNKNOWN";
 }

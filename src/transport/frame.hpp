@@ -54,8 +54,14 @@ enum class FrameType : std::uint8_t {
   // had no CTS yet, so no DATA follows the frame: the receiver drops their RTS, and fails a
   // receive that matched one (its CTS crossed the frame).
   withdrawn = 12,
+  // The sender has begun to finalize: it starts no new message (no EAGER, no RTS) on this
+  // channel from now on. It still answers and finishes what is under way (CTS, DATA,
+  // SYNC_ACK, DENY, CREDIT) until its GOODBYE. Its messages sent before precede the frame, so
+  // the receiver knows that a receive from it that nothing matched never will be.
+  // No flags, no tag, no aux, no payload.
+  finalizing = 13,
 };
-inline constexpr std::uint8_t kMaxFrameType = 12;
+inline constexpr std::uint8_t kMaxFrameType = 13;
 
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)

@@ -337,6 +337,15 @@ TEST(Failure, ProbeForAFinalizedRankFails) {
   EXPECT_LT(result.seconds, 40) << result.output;
 }
 
+// A rank that finalizes while its peers still wait on it: their receives, blocking probes and
+// collectives fail as soon as its FINALIZING arrives. They used to wait until its finalize
+// gave up on them (SEMPI_FINALIZE_TIMEOUT, 300 s here).
+TEST(Failure, WaitingOnARankThatFinalizedFailsAtOnce) {
+  const auto result = run(3, "finalizeearly", {"--timeout", "100"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+}
+
 TEST(Failure, SigintToTheLauncherTearsTheJobDown) {
   const TempDir dir;
   const auto ready = std::filesystem::path(dir.path()) / "ready";

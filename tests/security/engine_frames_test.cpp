@@ -97,6 +97,25 @@ std::vector<std::string> audit_records(const std::string& text, const std::strin
   return lines;
 }
 
+// Rank 1's FINALIZING, then `next` in the same TLS record: rank 0 reads both in one round, so
+// the receive waiting on rank 1 fails with the violation, not as one nothing can match.
+void finalizing_then(EngineUnderAttack& r, FrameHeader next,
+                     std::vector<std::uint8_t> payload = {}) {
+  FrameHeader finalizing;
+  finalizing.type = FrameType::finalizing;
+  finalizing.source = 1;
+  next.source = 1;
+  r.send_together({{finalizing, {}}, {next, std::move(payload)}});
+}
+
+FrameHeader header_of(FrameType type, std::uint64_t aux = 0, std::int32_t tag = kTag) {
+  FrameHeader h;
+  h.type = type;
+  h.tag = tag;
+  h.aux = aux;
+  return h;
+}
+
 // Rank 1 withdraws from collective number `sequence`.
 FrameHeader withdrawn_header(std::uint64_t error_class, std::uint32_t sequence = 0) {
   FrameHeader h = collective_header(FrameType::withdrawn, 0);
@@ -109,13 +128,29 @@ const std::vector<HostileCase>& hostile_cases() {
   static const std::vector<HostileCase> cases = {
       // After GOODBYE a peer may only answer what it still reads from us (DENY) or abort;
       // anything else would be delivered past its own finalize.
-      {"EagerAfterGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::eager, kPayload); },
+      {"EagerAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::eager, kPayload);
+       },
        "EAGER frame after GOODBYE"},
-      {"RtsAfterGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::rts, {}, 1u << 20); },
+      {"RtsAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::rts, {}, 1u << 20);
+       },
        "RTS frame after GOODBYE"},
-      {"SyncAckAfterGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::sync_ack); },
+      {"SyncAckAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::sync_ack);
+       },
        "SYNC_ACK frame after GOODBYE"},
-      {"SecondGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::goodbye); },
+      {"SecondGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::goodbye);
+       },
        "GOODBYE frame after GOODBYE"},
       // Identity: the channel's authenticated peer is the only possible source.
       {"ForgedSource", [](auto& r) { r.send(FT::eager, kPayload, 0, 0, /*source=*/2); },
@@ -137,7 +172,10 @@ const std::vector<HostileCase>& hostile_cases() {
       // A rendezvous announced by rank 1 (its RTS is frame 1, so the transfer's id is 1) and
       // matched by the posted receive: DATA must flag exactly its last chunk.
       {"DataEndingWithoutTheLastFlag",
-       [](auto& r) { r.send(FT::rts, {}, kPayload.size()); r.send(FT::data, kPayload, 1); },
+       [](auto& r) {
+         r.send(FT::rts, {}, kPayload.size());
+         r.send(FT::data, kPayload, 1);
+       },
        "DATA frame ending transfer 1 without the LAST flag"},
       {"LastFlagBeforeTheEnd",
        [](auto& r) {
@@ -158,7 +196,11 @@ const std::vector<HostileCase>& hostile_cases() {
        "CREDIT returning 1 bytes of 0 lent"},
       {"EmptyCredit", [](auto& r) { r.send(FT::credit, {}, 0); },
        "CREDIT returning 0 bytes of 0 lent"},
-      {"CreditAfterGoodbye", [](auto& r) { r.send(FT::goodbye); r.send(FT::credit, {}, 1); },
+      {"CreditAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::credit, {}, 1);
+       },
        "CREDIT frame after GOODBYE"},
       {"PayloadOnCredit", [](auto& r) { r.send(FT::credit, kPayload, 1); },
        "unexpected payload on CREDIT frame"},
@@ -182,12 +224,14 @@ const std::vector<HostileCase>& hostile_cases() {
       {"WithdrawnOutsideACollectiveContext",
        [](auto& r) { r.send(FT::withdrawn, {}, static_cast<std::uint64_t>(ErrorClass::policy)); },
        "WITHDRAWN outside a collective context"},
-      {"WithdrawnWithAnUnknownErrorClass",
-       [](auto& r) { r.send(withdrawn_header(999), {}); }, "WITHDRAWN with error class 999"},
-      {"WithdrawnWithoutAnError",
-       [](auto& r) { r.send(withdrawn_header(0), {}); }, "WITHDRAWN with error class 0"},
+      {"WithdrawnWithAnUnknownErrorClass", [](auto& r) { r.send(withdrawn_header(999), {}); },
+       "WITHDRAWN with error class 999"},
+      {"WithdrawnWithoutAnError", [](auto& r) { r.send(withdrawn_header(0), {}); },
+       "WITHDRAWN with error class 0"},
       {"WithdrawnAsPending",
-       [](auto& r) { r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::pending)), {}); },
+       [](auto& r) {
+         r.send(withdrawn_header(static_cast<std::uint64_t>(ErrorClass::pending)), {});
+       },
        "WITHDRAWN with error class " + std::to_string(static_cast<int>(ErrorClass::pending))},
       {"WithdrawnTwice",
        [](auto& r) {
@@ -216,6 +260,27 @@ const std::vector<HostileCase>& hostile_cases() {
          r.send(h, {});
        },
        "WITHDRAWN with flags 0 and tag 7"},
+      // FINALIZING: after it, no new message; it names nothing and comes once.
+      {"EagerAfterFinalizing",
+       [](auto& r) {
+         finalizing_then(r, header_of(FT::eager), {1, 2, 3});
+       },
+       "EAGER frame after FINALIZING"},
+      {"RtsAfterFinalizing", [](auto& r) { finalizing_then(r, header_of(FT::rts, 1u << 20)); },
+       "RTS frame after FINALIZING"},
+      {"FinalizingTwice", [](auto& r) { finalizing_then(r, header_of(FT::finalizing, 0, 0)); },
+       "FINALIZING frame after FINALIZING"},
+      {"FinalizingWithATag", [](auto& r) { r.send(FT::finalizing); }, "FINALIZING with fields set"},
+      {"FinalizingWithAux", [](auto& r) { r.send(FT::finalizing, {}, 5, 0, 1, 0); },
+       "FINALIZING with fields set"},
+      {"PayloadOnFinalizing", [](auto& r) { r.send(FT::finalizing, kPayload, 0, 0, 1, 0); },
+       "unexpected payload on FINALIZING frame"},
+      {"FinalizingAfterGoodbye",
+       [](auto& r) {
+         r.send(FT::goodbye);
+         r.send(FT::finalizing, {}, 0, 0, 1, 0);
+       },
+       "FINALIZING frame after GOODBYE"},
       {"WithdrawnAsSynchronous",
        [](auto& r) {
          FrameHeader h = withdrawn_header(static_cast<std::uint64_t>(ErrorClass::policy));
@@ -1016,6 +1081,37 @@ TEST(EngineFrames, DenyForAMessageStillQueuedIsAProtocolViolation) {
 }
 
 // Frames behind an ABORT, in the same read, are not delivered: the job is over.
+// FINALIZING promises no new message, not silence: what rank 1 sent before it is still
+// received, a rendezvous it announced before still completes (its DATA follows the frame),
+// and a point-to-point receive nothing matches now is marked, not failed, until waited on.
+TEST(EngineFrames, WhatAPeerSentBeforeFinalizingStillArrives) {
+  EngineUnderAttack rank0;
+  std::array<char, 16> big{};
+  auto rendezvous = rank0.engine().irecv(rank0.world(), false, big.data(), big.size(), 1, kTag);
+  rank0.send(FrameType::rts, {}, kPayload.size());  // channel sequence 1: transfer 1
+  rank0.send(FrameType::eager, kPayload, 0, 0, 1, kTag + 1);
+  rank0.send(FrameType::finalizing, {}, 0, 0, 1, 0);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  std::array<char, 16> small{};
+  auto early = rank0.engine().irecv(rank0.world(), false, small.data(), small.size(), 1, kTag + 1);
+  rank0.wait(*early);
+  EXPECT_EQ(early->status.error, ErrorClass::success) << early->error_message;
+  EXPECT_EQ(std::memcmp(small.data(), kPayload.data(), kPayload.size()), 0);
+  std::array<char, 16> none{};
+  auto never = rank0.engine().irecv(rank0.world(), false, none.data(), none.size(), 1, kTag + 2);
+  EXPECT_FALSE(rank0.engine().test(*never));
+  EXPECT_TRUE(never->unmatchable.load());
+  rank0.send(FrameType::data, kPayload, 1, transport::frame_flags::kLast);
+  rank0.wait(*rendezvous);
+  EXPECT_EQ(rendezvous->status.error, ErrorClass::success) << rendezvous->error_message;
+  EXPECT_EQ(std::memcmp(big.data(), kPayload.data(), kPayload.size()), 0);
+  rank0.wait(*never);
+  EXPECT_EQ(never->status.error, ErrorClass::peer_failed);
+  EXPECT_NE(never->error_message.find("rank 1 has begun to finalize"), std::string::npos)
+      << never->error_message;
+}
+
 TEST(EngineFrames, FramesAfterAbortAreNotDelivered) {
   EngineUnderAttack rank0;
   FrameHeader abort;

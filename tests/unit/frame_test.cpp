@@ -72,10 +72,12 @@ TEST(FrameHeader, RejectsUnknownTypes) {
   }
 }
 
-TEST(FrameHeader, WithdrawnIsTheHighestKnownType) {
-  // DENY, CREDIT (eager credit given back) and WITHDRAWN must decode; the next type must not.
-  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::withdrawn));
-  for (const FrameType type : {FrameType::deny, FrameType::credit, FrameType::withdrawn}) {
+TEST(FrameHeader, FinalizingIsTheHighestKnownType) {
+  // DENY, CREDIT (eager credit given back), WITHDRAWN and FINALIZING must decode; the next
+  // type must not.
+  EXPECT_EQ(kMaxFrameType, static_cast<std::uint8_t>(FrameType::finalizing));
+  for (const FrameType type :
+       {FrameType::deny, FrameType::credit, FrameType::withdrawn, FrameType::finalizing}) {
     auto h = sample();
     h.type = type;
     h.length = 12;
@@ -86,6 +88,7 @@ TEST(FrameHeader, WithdrawnIsTheHighestKnownType) {
   EXPECT_STREQ(frame_type_name(FrameType::deny), "DENY");
   EXPECT_STREQ(frame_type_name(FrameType::credit), "CREDIT");
   EXPECT_STREQ(frame_type_name(FrameType::withdrawn), "WITHDRAWN");
+  EXPECT_STREQ(frame_type_name(FrameType::finalizing), "FINALIZING");
 }
 
 TEST(FrameHeader, RejectsUnknownFlagsAndReservedBits) {

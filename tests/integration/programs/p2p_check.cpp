@@ -50,6 +50,22 @@ void expect_error(sempi::ErrorClass cls, F&& f) {
   CHECK(!"expected sempi::Error");
 }
 
+// As expect_error, and the message must contain `words`.
+template <class F>
+void expect_error_saying(sempi::ErrorClass cls, const std::string& words, F&& f) {
+  try {
+    f();
+  } catch (const sempi::Error& e) {
+    CHECK(e.error_class() == cls);
+    if (std::string(e.what()).find(words) == std::string::npos) {
+      std::fprintf(stderr, "rank %d: expected \"%s\" in: %s\n", g_rank, words.c_str(), e.what());
+      CHECK(!"the error does not say why");
+    }
+    return;
+  }
+  CHECK(!"expected sempi::Error");
+}
+
 // Rank 0 waits on rank 1, which cannot send before rank 0 has acknowledged rank 2's
 // synchronous send: a waiter spinning on one peer's channel must still serve the others.
 // (Run with a huge SEMPI_SPIN_US, so that rank 0 never leaves the spin phase.)
@@ -741,6 +757,40 @@ int main(int argc, char** argv) {
     world.barrier();
     if (world.rank() == 0 && argc > 2) std::ofstream(argv[2]) << "ready\n";
     for (;;) ::pause();
+  }
+  if (scenario == "finalizeearly") {
+    // The last rank finalizes while the others still wait on messages from it that it never
+    // sends. Its FINALIZING tells them at once: what would wait on it fails now, instead of
+    // when every rank has reached finalize (SEMPI_FINALIZE_TIMEOUT, 300 s, later).
+    const int victim = world.size() - 1;
+    const auto pair = world.split(world.rank() == 0 || world.rank() == victim ? 0 : 1, 0);
+    int value = 0;
+    auto pending = world.irecv(&value, 1, victim, 3);  // posted before the victim finalizes
+    auto waited = world.irecv(&value, 1, victim, 4);
+    world.barrier();
+    if (world.rank() == victim) {
+      env.reset();
+      return 0;
+    }
+    const std::string why = "rank " + std::to_string(victim) + " has begun to finalize";
+    expect_error_saying(sempi::ErrorClass::peer_failed, why,
+                        [&] { (void)world.recv(value, victim, 1); });
+    expect_error_saying(sempi::ErrorClass::peer_failed, why, [&] { (void)waited.wait(); });
+    expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.probe(victim, 1); });
+    expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.mprobe(victim, 1); });
+    // Not waiting: a nonblocking probe finds nothing, a test sees the receive pending, and a
+    // receive nothing will match can still be cancelled, as MPI lets a program do.
+    CHECK(!world.iprobe(victim, 1));
+    CHECK(!pending.test());
+    CHECK(pending.cancel());
+    CHECK(pending.wait().cancelled);
+    if (world.rank() == 0) {  // its only other member is the victim
+      expect_error_saying(sempi::ErrorClass::peer_failed, "has failed or finalized",
+                          [&] { (void)pair.recv(value, sempi::ANY_SOURCE, 2); });
+    }
+    // A collective the victim takes no part in fails too, on every other member.
+    expect_error(sempi::ErrorClass::peer_failed, [&] { world.barrier(); });
+    return 0;
   }
   if (scenario == "probegone") {  // rank 0 finalizes at once
     if (world.rank() == 1) {
