@@ -445,7 +445,13 @@ class Launcher::Job {
     bool running = true;
     bool exited_unjoined = false;  // exited 0 before any rank enrolled
     std::optional<std::uint32_t> lost_peer;  // first peer this rank reported as lost
-    std::optional<ExitStatus> deferred_failure;  // failure blamed on lost_peer, pending its exit
+    // A failure (an exit, or an abort request) blamed on lost_peer, pending that peer's exit.
+    struct DeferredFailure {
+      std::string how;  // "exited with status 2", "called abort (code 43): ..."
+      int status;
+      bool abort;  // its rank.abort record is written already
+    };
+    std::optional<DeferredFailure> deferred_failure;
     // After a protocol error nothing more is read from the rank; the channel stays open so the
     // rank can still read our error reply and abort notice before it sees EOF.
     bool listening = true;
@@ -835,9 +841,7 @@ class Launcher::Job {
     if (blame_deadline_ && (now >= *blame_deadline_ || running_ == 0)) {
       blame_deadline_.reset();
       for (std::uint32_t r = 0; r < ranks_.size() && !exit_status_; ++r) {
-        if (const auto& failure = ranks_[r]->deferred_failure) {
-          fail_rank(r, failure->describe(), failure->shell_status());
-        }
+        if (const auto& failure = ranks_[r]->deferred_failure) report_deferred(r, *failure);
       }
     }
     if (term_at_ && now >= *term_at_) {
@@ -1272,12 +1276,40 @@ class Launcher::Job {
     if (const auto it = message.find("reason"); it != message.end() && it->is_string()) {
       reason = sanitize(it->get_ref<const std::string&>());
     }
-    const std::string text = "rank " + std::to_string(r) + " called abort (code " +
-                             std::to_string(code) + ")" + (reason.empty() ? "" : ": " + reason);
+    const std::string how =
+        "called abort (code " + std::to_string(code) + ")" + (reason.empty() ? "" : ": " + reason);
     audit_event("rank.abort", false, reason, {{"rank", r}, {"code", code}});
-    report(text);
     // Exit statuses are 8 bits; a code outside 1..255 still has to read as a failure.
-    cause(code >= 1 && code <= 255 ? static_cast<int>(code) : 1, text, false);
+    Rank::DeferredFailure failure{how, code >= 1 && code <= 255 ? static_cast<int>(code) : 1, true};
+    // An abort because a peer vanished (MPI's default error handler on a failed receive) is a
+    // consequence, like such a rank's exit: the peer's own exit status is the cause.
+    if (blames_lost_peer(*ranks_[r])) {
+      defer(*ranks_[r], std::move(failure));
+      return;
+    }
+    report_deferred(r, failure);
+  }
+
+  // True if `rank` reported a peer lost that has not exited yet, or whose own failure waits
+  // for its lost peer in turn: the rank's failure then waits for that cause (kBlameGrace).
+  bool blames_lost_peer(const Rank& rank) const {
+    return rank.lost_peer &&
+           (ranks_[*rank.lost_peer]->running || ranks_[*rank.lost_peer]->deferred_failure);
+  }
+
+  void defer(Rank& rank, Rank::DeferredFailure failure) {
+    if (!rank.deferred_failure) rank.deferred_failure = std::move(failure);  // the first says why
+    if (!blame_deadline_) blame_deadline_ = Clock::now() + kBlameGrace;
+  }
+
+  void report_deferred(std::uint32_t r, const Rank::DeferredFailure& failure) {
+    if (!failure.abort) {
+      fail_rank(r, failure.how, failure.status);
+      return;
+    }
+    const std::string text = "rank " + std::to_string(r) + " " + failure.how;
+    report(text);
+    cause(failure.status, text, false);
   }
 
   // --- exits --------------------------------------------------------------------------------
@@ -1314,13 +1346,19 @@ class Launcher::Job {
       // peer's own exit status, which is what the user needs to see. The peer may itself have
       // failed as a consequence and be waiting for its own lost peer (ranks exit in a chain, and
       // are reaped in pid order, not exit order): then this failure waits for that cause too.
-      if (rank.lost_peer && (ranks_[*rank.lost_peer]->running ||
-                             ranks_[*rank.lost_peer]->deferred_failure)) {
-        rank.deferred_failure = status;
-        if (!blame_deadline_) blame_deadline_ = Clock::now() + kBlameGrace;
+      if (blames_lost_peer(rank)) {
+        defer(rank, {status.describe(), status.shell_status(), false});
+        return;
+      }
+      // Its abort request waited for the peer it blamed, which did not fail: the abort says why.
+      if (rank.deferred_failure) {
+        report_deferred(r, *rank.deferred_failure);
         return;
       }
       fail_rank(r, status.describe(), status.shell_status());
+    } else if (rank.deferred_failure) {
+      // An abort with code 0 (status 0 on exit): still an abort, once its blamed peer is seen.
+      if (!blames_lost_peer(rank)) report_deferred(r, *rank.deferred_failure);
     } else if (enrollment_->is_enrolled(r)) {
       if (!enrollment_->is_finalized(r)) fail_rank(r, "exited without finalizing", 1);
     } else if (enrollment_->any_enrolled()) {

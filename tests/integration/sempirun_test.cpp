@@ -1023,6 +1023,18 @@ TEST(SempirunEnrollment, RanksBlamingEachOtherStillFailTheJob) {
   EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
 }
 
+// A rank that aborts after losing a peer (MPI's default error handler on a failed receive)
+// is not the cause either: the job ends with the lost peer's own status, which came later.
+TEST(SempirunEnrollment, AnAbortAfterALostPeerIsBlamedOnThePeer) {
+  const TempDir dir;
+  const auto r = run_sempirun({"-n", "2", ENROLL_PROBE_PATH, "--mode", "lost-then-abort",
+                               "--marker", (dir.path() / "aborted").string()});
+  EXPECT_EQ(r.status, 9) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempirun: rank 1 exited with status 9")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "rank 0 called abort")) << describe(r);
+  EXPECT_LT(seconds(r.elapsed), seconds(kPromptly));
+}
+
 TEST(SempirunEnrollment, EveryRankExitingWithoutFinalizeFailsTheJob) {
   const auto r = run_sempirun({"-n", "1", ENROLL_PROBE_PATH, "--mode", "no-finalize"});
   EXPECT_EQ(r.status, 1) << describe(r);

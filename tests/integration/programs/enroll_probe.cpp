@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "common/hex.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -151,10 +152,13 @@ void check_welcome(const nlohmann::json& welcome, const sempi::pki::PrivateKey& 
 int main(int argc, char** argv) {
   std::string mode = "ok";
   std::optional<long> only_rank;
+  std::string marker;  // lost-then-abort: the file rank 0 creates once it asked for the abort
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--mode" && i + 1 < argc) {
       mode = argv[++i];
+    } else if (arg == "--marker" && i + 1 < argc) {
+      marker = argv[++i];
     } else if (arg == "--only-rank" && i + 1 < argc) {
       only_rank = std::strtol(argv[++i], nullptr, 10);
     } else {
@@ -217,6 +221,22 @@ int main(int argc, char** argv) {
       // fails (status 5 + rank). With every rank doing so, each blames another.
       send(fd, {{"type", "peer_lost"}, {"peer", (rank + 1) % size}, {"reason", "probe"}});
       return 5 + static_cast<int>(rank);
+    }
+    if (mode == "lost-then-abort") {
+      // Rank 0 loses rank 1 and aborts, as MPI's default error handler does on a failed
+      // receive; rank 1, the cause, exits with status 9 only after that abort was asked for.
+      if (rank == 0) {
+        send(fd, {{"type", "peer_lost"}, {"peer", 1}, {"reason", "probe"}});
+        send(fd, {{"type", "abort"}, {"code", 43}, {"reason", "receive failed"}});
+        std::FILE* f = std::fopen(marker.c_str(), "w");
+        check(f != nullptr && std::fclose(f) == 0, "the marker file can be created");
+        for (;;) receive(fd, reader, false);  // until the launcher's abort notice
+      }
+      const auto give_up = Clock::now() + kReadTimeout;
+      while (::access(marker.c_str(), F_OK) != 0 && Clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polled, bounded
+      }
+      return 9;
     }
     if (mode == "early-audit-head") {
       // A chain head is reported only after finalize: before it, the launcher refuses it.
