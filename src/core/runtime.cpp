@@ -118,8 +118,8 @@ void forget_runtime_in_child() noexcept {
 // (the rank died of SIGSEGV, its last records lost). The runtime itself is left to the end of
 // the process, not freed: another thread may still be inside a sempi call. Registered once a
 // runtime exists, so after OpenSSL's handler, which therefore runs after this one. (The mpi.h
-// layer's own handler, registered later still, runs first: it finalizes, as MPI_Finalize
-// would.)
+// layer's own handler, registered later still, runs first: it finalizes a program that exits
+// with status 0, as MPI_Finalize would.)
 void leave_at_exit() noexcept {
   std::unique_ptr<Runtime> runtime = Runtime::uninstall();
   if (!runtime) return;  // finalized already, or forgotten in a forked child

@@ -586,14 +586,18 @@ using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file 
 
 namespace {
 
-// A program that returns from main without MPI_Finalize is finalized at exit, as a
-// sempi::Environment is at the end of its scope. Not by g_environment's static destructor:
-// that runs after OpenSSL's own exit handler (registered later, during MPI_Init) has torn
-// libcrypto down, and finalizing then crashed the rank and lost its audit log. An atexit
-// handler registered at the end of MPI_Init runs before OpenSSL's.
+// A program that returns from main without MPI_Finalize (exit status 0) is finalized at exit,
+// as a sempi::Environment is at the end of its scope. Not by g_environment's static
+// destructor: that runs after OpenSSL's own exit handler (registered later, during MPI_Init)
+// has torn libcrypto down, and finalizing then crashed the rank and lost its audit log. An
+// exit handler registered at the end of MPI_Init runs before OpenSSL's.
+// One that exits with another status (exit(1) on an error) has failed, and is not finalized:
+// its peers see it fail and the job ends with its status, as under Open MPI, and as a
+// sempi::Environment's program that calls exit() (core/runtime.cpp). Finalizing would make
+// the job wait for every other rank to reach finalize.
 // Not in a child made by fork(): it is not a rank (core/runtime.cpp).
-void finalize_at_exit() noexcept {
-  if (g_active.load() && ::getpid() == g_init_pid) (void)MPI_Finalize();
+void finalize_at_exit(int status, void* /*unused*/) noexcept {
+  if (status == 0 && g_active.load() && ::getpid() == g_init_pid) (void)MPI_Finalize();
 }
 
 }  // namespace
@@ -620,7 +624,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     g_main_thread = std::this_thread::get_id();
     g_active = true;
     g_init_pid = ::getpid();
-    std::atexit(finalize_at_exit);
+    ::on_exit(finalize_at_exit, nullptr);  // glibc: atexit with the exit status
     g_thread_level = required;
     if (provided != nullptr) *provided = required;
   });

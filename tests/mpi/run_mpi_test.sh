@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Runs one MPI test program under sempirun. Programs named fatal_* must fail: they check that
 # the default MPI_ERRORS_ARE_FATAL handler takes the job down with a nonzero status and names the
-# error class. The audit logs of the others must verify.
+# error class. A program whose POLICY X.json has an X.status next to it must end the job with
+# that status (within the --timeout below). The audit logs of the others must verify.
 # Usage: run_mpi_test.sh SEMPIRUN PROGRAM NRANKS [POLICY]
 set -uo pipefail
 sempirun="$1"
 program="$2"
 n="$3"
 policy=()
-[ $# -ge 4 ] && policy=(--policy "$4")
+expected_status=""
+if [ $# -ge 4 ]; then
+  policy=(--policy "$4")
+  [ -f "${4%.json}.status" ] && expected_status="$(cat "${4%.json}.status")"
+fi
 # A private scratch directory for what the job leaves (its ./sempi-audit), removed afterwards.
 work="$(mktemp -d "${TMPDIR:-/tmp}/sempi-mpi-test.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -29,6 +34,13 @@ case "$(basename "$program")" in
     exit 0
     ;;
 esac
+if [ -n "$expected_status" ]; then
+  if [ "$status" -ne "$expected_status" ]; then
+    echo "expected the job to end with status $expected_status, got $status" >&2
+    exit 1
+  fi
+  exit 0
+fi
 [ "$status" -eq 0 ] || exit "$status"
 # What the job logged must verify: a program's own calls (a forked child's exit, say) must not
 # break the chain or the seal.
