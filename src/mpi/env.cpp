@@ -597,7 +597,8 @@ namespace {
 // the job wait for every other rank to reach finalize.
 // Not in a child made by fork(): it is not a rank (core/runtime.cpp).
 void finalize_at_exit(int status, void* /*unused*/) noexcept {
-  if (status == 0 && g_active.load() && ::getpid() == g_init_pid) (void)MPI_Finalize();
+  const bool succeeded = (status & 0xff) == 0;  // what the parent sees: exit(256) is success
+  if (succeeded && g_active.load() && ::getpid() == g_init_pid) (void)MPI_Finalize();
 }
 
 }  // namespace
