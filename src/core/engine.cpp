@@ -376,6 +376,32 @@ bool Engine::give_up_if_unmatchable(RequestState& request) {
   return false;
 }
 
+bool Engine::tell_sender_unreceived(Unexpected& message) {
+  if (message.source == config_.world_rank || message.withdrawn != ErrorClass::success ||
+      (!message.rendezvous && !message.synchronous)) {
+    return false;
+  }
+  Peer* peer = peers_[static_cast<std::size_t>(message.source)].get();
+  if (peer == nullptr || peer->failed_ || !peer->channel_) return false;
+  FrameHeader header;
+  header.type = FrameType::deny;
+  header.source = static_cast<std::uint32_t>(config_.world_rank);
+  header.flags = flags::kUnreceived;
+  if (message.rendezvous) {
+    header.aux = message.rendezvous_id;
+  } else {
+    header.flags |= flags::kSynchronous;
+    header.aux = message.sync_id;
+    message.synchronous = false;  // answered: its data stays queued, audited at the end
+  }
+  // Written by the next progress round, after it read the peer (see queue_control).
+  peer->channel_->enqueue(header, {}, nullptr);
+  if (!message.rendezvous) return false;
+  audit_dropped(message, kDroppedNeverReceived);
+  release_unexpected(*peer, message);
+  return true;
+}
+
 void Engine::abort_job(const std::string& reason) {
   if (!abort_reason_.empty()) return;
   abort_reason_ = reason.empty() ? "job aborted" : reason;
@@ -959,6 +985,7 @@ void Engine::queue_unexpected(Unexpected&& message) {
     release_unexpected(*peers_[static_cast<std::size_t>(message.source)], message);
     return;
   }
+  if (finalizing_sent_ && tell_sender_unreceived(message)) return;
   if (message.arrival == 0) message.arrival = ++arrivals_;  // new; a restored one keeps its own
   // In arrival order, so that a later message of the same sender never overtakes it. Searched
   // from the back, where a new message goes at once.
@@ -1103,16 +1130,26 @@ std::size_t Engine::wait_any(const std::vector<const RequestState*>& requests) {
   for (const RequestState* r : requests) {
     if (r->peer_hint != hint) hint = -1;
   }
+  // The first request done. A receive nothing can match fails only once every request is such
+  // a receive: until then another may still complete (MPI_Waitany on a stop message that never
+  // comes and on data that does must return the data).
   do {
     wait_until(
         [&] {
+          std::size_t unmatchable = requests.size();
           for (std::size_t i = 0; i < requests.size(); ++i) {
-            if (ended(*requests[i])) {
+            if (requests[i]->done.load(std::memory_order_acquire)) {
               index = i;
               return true;
             }
+            if (!requests[i]->unmatchable.load(std::memory_order_relaxed)) {
+              unmatchable = requests.size() + 1;  // this one may still complete
+            } else if (unmatchable == requests.size()) {
+              unmatchable = i;
+            }
           }
-          return requests.empty();
+          index = unmatchable;
+          return index < requests.size() || requests.empty();
         },
         hint);
   } while (index < requests.size() && !requests[index]->done.load(std::memory_order_acquire) &&
@@ -1344,6 +1381,11 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       if (peer && peer->channel_ && !peer->failed_) queue_control(*peer, FrameType::finalizing, 0);
     }
     finalizing_sent_ = true;
+    // Nothing will receive what is queued: senders still waiting on it are told now, and
+    // those of what comes later as it comes (queue_unexpected).
+    for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+      it = tell_sender_unreceived(*it) ? unexpected_.erase(it) : std::next(it);
+    }
     if (config_.audit) {
       drain_freed();
       config_.audit->event("rank.finalize", true);
@@ -2158,6 +2200,11 @@ bool Engine::Peer::out_of_place(const FrameHeader& header) {
     violation_ = std::string(frame_type_name(header.type)) + " frame after GOODBYE";
     return true;
   }
+  // UNRECEIVED qualifies a DENY only.
+  if ((header.flags & flags::kUnreceived) != 0 && header.type != FrameType::deny) {
+    violation_ = std::string(frame_type_name(header.type)) + " flagged UNRECEIVED";
+    return true;
+  }
   // After FINALIZING it starts no new message: receives from it that nothing matched were
   // failed or marked on the strength of that promise.
   if (finalizing_ && (header.type == FrameType::eager || header.type == FrameType::rts ||
@@ -2453,13 +2500,23 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       return {};
     }
     case FrameType::deny: {
-      // The peer's policy refused our message: fail that request instead of waiting forever.
-      const std::string why = "rank " + std::to_string(world_rank_) +
-                              " refused the message by policy: " + peer_text(payload);
+      // The peer's policy refused our message, or (UNRECEIVED) the peer is finalizing and will
+      // never receive it: fail that request instead of waiting forever.
+      const bool unreceived = (header.flags & flags::kUnreceived) != 0;
+      if (unreceived && !finalizing_) {
+        violation_ = "DENY flagged UNRECEIVED before FINALIZING";
+        return errc::frame_unexpected;
+      }
+      const ErrorClass cls = unreceived ? ErrorClass::peer_failed : ErrorClass::policy;
+      const std::string why = unreceived
+                                  ? "rank " + std::to_string(world_rank_) +
+                                        " has begun to finalize: it will not receive this message"
+                                  : "rank " + std::to_string(world_rank_) +
+                                        " refused the message by policy: " + peer_text(payload);
       if ((header.flags & flags::kSynchronous) != 0) {
         auto request = take_awaiting_sync(header.aux, "DENY");
         if (!request) return errc::frame_unexpected;
-        e.complete(*request, ErrorClass::policy, why);
+        e.complete(*request, cls, why);
         return {};
       }
       const auto it = send_rendezvous_.find(header.aux);
@@ -2470,7 +2527,7 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       }
       auto request = std::move(it->second.request);
       send_rendezvous_.erase(it);
-      e.complete(*request, ErrorClass::policy, why);
+      e.complete(*request, cls, why);
       return {};
     }
     case FrameType::withdrawn: {

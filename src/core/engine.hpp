@@ -497,6 +497,11 @@ class Engine {
   // A peer's FINALIZING: gives up the receives nothing can match now (give_up_if_unmatchable),
   // and blocking probes look again.
   void on_peer_finalizing(Peer& peer);
+  // Finalizing, this rank will not receive `message`: if its sender waits on it (an RTS, a
+  // synchronous EAGER), tells it so (DENY flagged UNRECEIVED), rather than leave it waiting
+  // until every rank reached finalize. True if the message is to leave the queue: an RTS,
+  // whose data will never come (audited as dropped here).
+  bool tell_sender_unreceived(Unexpected& message);
   // A waiter found `request` marked unmatchable: fails it, if it still is (it may have been
   // matched since, by a message its mprobe put back). True if it did.
   bool fail_unmatchable(const RequestState& request);

@@ -57,7 +57,9 @@ enum class FrameType : std::uint8_t {
   // The sender has begun to finalize: it starts no new message (no EAGER, no RTS) on this
   // channel from now on. It still answers and finishes what is under way (CTS, DATA,
   // SYNC_ACK, DENY, CREDIT) until its GOODBYE. Its messages sent before precede the frame, so
-  // the receiver knows that a receive from it that nothing matched never will be.
+  // the receiver knows that a receive from it that nothing matched never will be. After it,
+  // each message of the receiver's that it holds or gets and will never receive, and whose
+  // sender waits (an RTS, a synchronous EAGER), is answered with a DENY flagged UNRECEIVED.
   // No flags, no tag, no aux, no payload.
   finalizing = 13,
 };
@@ -66,7 +68,10 @@ inline constexpr std::uint8_t kMaxFrameType = 13;
 namespace frame_flags {
 inline constexpr std::uint16_t kSynchronous = 1u << 0;  // sender wants a sync_ack (ssend)
 inline constexpr std::uint16_t kLast = 1u << 1;         // last DATA chunk of a rendezvous
-inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast;
+// DENY only, after FINALIZING: no policy refusal; the finalizing receiver will not receive
+// the message (see FrameType::finalizing).
+inline constexpr std::uint16_t kUnreceived = 1u << 2;
+inline constexpr std::uint16_t kKnownMask = kSynchronous | kLast | kUnreceived;
 }  // namespace frame_flags
 
 struct FrameHeader {

@@ -275,6 +275,12 @@ const std::vector<HostileCase>& hostile_cases() {
        "FINALIZING with fields set"},
       {"PayloadOnFinalizing", [](auto& r) { r.send(FT::finalizing, kPayload, 0, 0, 1, 0); },
        "unexpected payload on FINALIZING frame"},
+      {"UnreceivedBeforeFinalizing",
+       [](auto& r) { r.send(FT::deny, {}, 99, transport::frame_flags::kUnreceived); },
+       "DENY flagged UNRECEIVED before FINALIZING"},
+      {"UnreceivedOnACts",
+       [](auto& r) { r.send(FT::cts, {}, 99, transport::frame_flags::kUnreceived); },
+       "CTS flagged UNRECEIVED"},
       {"FinalizingAfterGoodbye",
        [](auto& r) {
          r.send(FT::goodbye);
@@ -989,6 +995,14 @@ TEST(EngineFrames, AnRtsLeftWhenItsSenderClosesIsAuditedAsDropped) {
     if (ending == FrameType::abort) rank0.send(ending, text_bytes("bye"));
     rank0.client().close_notify();
     ::shutdown(rank0.client().fd(), SHUT_RDWR);
+    // Rank 1 is gone before rank 0 finalizes (which would drop the RTS as not received, and
+    // tell its sender so).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      const auto found = rank0.engine().iprobe(*rank0.world(), false, 1, kTag + 1);
+      if (found && found->error != ErrorClass::success) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "rank 1's close was never read";
+    }
     rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
     const auto drops = audit_records(rank0.audit_text(), "message.drop");
     ASSERT_EQ(drops.size(), 1u) << reason;
@@ -1110,6 +1124,66 @@ TEST(EngineFrames, WhatAPeerSentBeforeFinalizingStillArrives) {
   EXPECT_EQ(never->status.error, ErrorClass::peer_failed);
   EXPECT_NE(never->error_message.find("rank 1 has begun to finalize"), std::string::npos)
       << never->error_message;
+}
+
+// A finalizing rank tells each sender waiting on a message it holds (an RTS, a synchronous
+// EAGER) that it will not receive it: a DENY flagged UNRECEIVED, after its FINALIZING. The
+// sender's send then fails as a peer's failure, not a policy refusal.
+TEST(EngineFrames, AFinalizingRankTellsWaitingSendersItWillNotReceive) {
+  EngineUnderAttack rank0;
+  rank0.send(FrameType::rts, {}, 1u << 20);                                          // id 1
+  rank0.send(FrameType::eager, kPayload, 42, transport::frame_flags::kSynchronous);  // sync 42
+  rank0.send(FrameType::goodbye);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  std::vector<std::uint8_t> payload;
+  FrameHeader frame;
+  ASSERT_TRUE(rank0.client().read_frame(payload, 1, &frame));
+  EXPECT_EQ(frame.type, FrameType::finalizing);
+  std::map<std::uint64_t, std::uint16_t> denied;  // aux -> flags
+  for (std::uint64_t sequence = 2; sequence <= 3; ++sequence) {
+    ASSERT_TRUE(rank0.client().read_frame(payload, sequence, &frame));
+    EXPECT_EQ(frame.type, FrameType::deny);
+    denied[frame.aux] = frame.flags;
+  }
+  using transport::frame_flags::kSynchronous;
+  using transport::frame_flags::kUnreceived;
+  EXPECT_EQ(denied, (std::map<std::uint64_t, std::uint16_t>{{1, kUnreceived},
+                                                            {42, kUnreceived | kSynchronous}}));
+  ASSERT_TRUE(rank0.client().read_frame(payload, 4, &frame));
+  EXPECT_EQ(frame.type, FrameType::goodbye);
+  const auto drops = audit_records(rank0.audit_text(), "message.drop");
+  EXPECT_EQ(drops.size(), 2u);  // neither was received
+}
+
+TEST(EngineFrames, SendsAFinalizingPeerWillNotReceiveFail) {
+  EngineUnderAttack rank0;
+  const std::vector<char> large(4 << 20, 'x');  // above the eager limit: an RTS
+  const char small[] = "hi";
+  auto rendezvous = rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, large.data(),
+                                         large.size(), 1, kTag, false);
+  auto synchronous = rank0.engine().isend(*rank0.world(), detail::OpKind::p2p, small, sizeof small,
+                                          1, kTag, /*synchronous=*/true);
+  std::vector<std::uint8_t> payload;
+  FrameHeader rts;
+  ASSERT_TRUE(rank0.client().read_frame(payload, 1, &rts));
+  ASSERT_EQ(rts.type, FrameType::rts);
+  FrameHeader eager;
+  ASSERT_TRUE(rank0.client().read_frame(payload, 2, &eager));
+  ASSERT_NE(eager.flags & transport::frame_flags::kSynchronous, 0);
+  rank0.send(FrameType::finalizing, {}, 0, 0, 1, 0);
+  rank0.send(FrameType::deny, {}, rts.sequence, transport::frame_flags::kUnreceived);
+  rank0.send(FrameType::deny, {}, eager.aux,
+             transport::frame_flags::kUnreceived | transport::frame_flags::kSynchronous);
+  rank0.wait(*rendezvous);
+  rank0.wait(*synchronous);
+  for (const auto* send : {rendezvous.get(), synchronous.get()}) {
+    EXPECT_EQ(send->status.error, ErrorClass::peer_failed) << send->error_message;
+    EXPECT_NE(send->error_message.find("rank 1 has begun to finalize: it will not receive"),
+              std::string::npos)
+        << send->error_message;
+  }
 }
 
 TEST(EngineFrames, FramesAfterAbortAreNotDelivered) {

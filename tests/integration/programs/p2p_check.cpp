@@ -767,6 +767,11 @@ int main(int argc, char** argv) {
     int value = 0;
     auto pending = world.irecv(&value, 1, victim, 3);  // posted before the victim finalizes
     auto waited = world.irecv(&value, 1, victim, 4);
+    // Sends it will never receive: one waits for its CTS (rendezvous), one for its
+    // acknowledgement (synchronous).
+    const std::vector<char> big(4 << 20, 'b');
+    auto large = world.isend_bytes(big.data(), big.size(), victim, 11);
+    auto synchronous = world.issend_bytes(&value, sizeof value, victim, 12);
     world.barrier();
     if (world.rank() == victim) {
       env.reset();
@@ -776,6 +781,14 @@ int main(int argc, char** argv) {
     expect_error_saying(sempi::ErrorClass::peer_failed, why,
                         [&] { (void)world.recv(value, victim, 1); });
     expect_error_saying(sempi::ErrorClass::peer_failed, why, [&] { (void)waited.wait(); });
+    const std::string unreceived = why + ": it will not receive this message";
+    expect_error_saying(sempi::ErrorClass::peer_failed, unreceived, [&] { (void)large.wait(); });
+    expect_error_saying(sempi::ErrorClass::peer_failed, unreceived,
+                        [&] { (void)synchronous.wait(); });
+    expect_error_saying(sempi::ErrorClass::peer_failed, unreceived,
+                        [&] { world.send_bytes(big.data(), big.size(), victim, 13); });
+    expect_error_saying(sempi::ErrorClass::peer_failed, unreceived,
+                        [&] { world.ssend_bytes(&value, sizeof value, victim, 14); });
     expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.probe(victim, 1); });
     expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.mprobe(victim, 1); });
     // Not waiting: a nonblocking probe finds nothing, a test sees the receive pending, and a
@@ -787,6 +800,18 @@ int main(int argc, char** argv) {
     if (world.rank() == 0) {  // its only other member is the victim
       expect_error_saying(sempi::ErrorClass::peer_failed, "has failed or finalized",
                           [&] { (void)pair.recv(value, sempi::ANY_SOURCE, 2); });
+    }
+    if (world.size() >= 3 && world.rank() < 2) {
+      // A wait for any of a receive nothing will match and one a live rank answers returns
+      // the answer, as MPI_Waitany must.
+      const int other = 1 - world.rank();
+      int answer = 0;
+      std::array<sempi::Request, 2> both = {world.irecv(&value, 1, victim, 5),
+                                            world.irecv(&answer, 1, other, 9)};
+      world.send(world.rank() + 40, other, 9);
+      CHECK(sempi::Request::wait_any(both, nullptr) == 1);
+      CHECK(answer == other + 40);
+      CHECK(both[0].cancel());
     }
     // A collective the victim takes no part in fails too, on every other member.
     expect_error(sempi::ErrorClass::peer_failed, [&] { world.barrier(); });
