@@ -397,7 +397,7 @@ bool Engine::tell_sender_unreceived(Unexpected& message) {
   // Written by the next progress round, after it read the peer (see queue_control).
   peer->channel_->enqueue(header, {}, nullptr);
   if (!message.rendezvous) return false;
-  audit_dropped(message, kDroppedNeverReceived);
+  audit_dropped(message, message.undecided ? kDroppedCommNeverCreated : kDroppedNeverReceived);
   release_unexpected(*peer, message);
   return true;
 }
@@ -1381,14 +1381,14 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       if (peer && peer->channel_ && !peer->failed_) queue_control(*peer, FrameType::finalizing, 0);
     }
     finalizing_sent_ = true;
+    if (config_.audit) {
+      drain_freed();
+      config_.audit->event("rank.finalize", true);
+    }
     // Nothing will receive what is queued: senders still waiting on it are told now, and
     // those of what comes later as it comes (queue_unexpected).
     for (auto it = unexpected_.begin(); it != unexpected_.end();) {
       it = tell_sender_unreceived(*it) ? unexpected_.erase(it) : std::next(it);
-    }
-    if (config_.audit) {
-      drain_freed();
-      config_.audit->event("rank.finalize", true);
     }
     if (bootstrap_fd_ >= 0 && abort_reason_.empty()) {
       if (launch::write_bootstrap_message(bootstrap_fd_, {{"type", "finalize"}}, deadline)) {
@@ -2505,6 +2505,10 @@ std::error_code Engine::Peer::on_frame(const FrameHeader& header,
       const bool unreceived = (header.flags & flags::kUnreceived) != 0;
       if (unreceived && !finalizing_) {
         violation_ = "DENY flagged UNRECEIVED before FINALIZING";
+        return errc::frame_unexpected;
+      }
+      if (unreceived && !payload.empty()) {  // no policy reason: the sender's own text says why
+        violation_ = "DENY flagged UNRECEIVED with a reason";
         return errc::frame_unexpected;
       }
       const ErrorClass cls = unreceived ? ErrorClass::peer_failed : ErrorClass::policy;

@@ -500,7 +500,8 @@ class Engine {
   // Finalizing, this rank will not receive `message`: if its sender waits on it (an RTS, a
   // synchronous EAGER), tells it so (DENY flagged UNRECEIVED), rather than leave it waiting
   // until every rank reached finalize. True if the message is to leave the queue: an RTS,
-  // whose data will never come (audited as dropped here).
+  // whose data will never come (audited as dropped here). (A message an mprobe holds is told
+  // only if it is put back.)
   bool tell_sender_unreceived(Unexpected& message);
   // A waiter found `request` marked unmatchable: fails it, if it still is (it may have been
   // matched since, by a message its mprobe put back). True if it did.

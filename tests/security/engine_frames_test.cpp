@@ -278,6 +278,13 @@ const std::vector<HostileCase>& hostile_cases() {
       {"UnreceivedBeforeFinalizing",
        [](auto& r) { r.send(FT::deny, {}, 99, transport::frame_flags::kUnreceived); },
        "DENY flagged UNRECEIVED before FINALIZING"},
+      {"UnreceivedWithAReason",
+       [](auto& r) {
+         FrameHeader deny = header_of(FT::deny, 99, 0);
+         deny.flags = transport::frame_flags::kUnreceived;
+         finalizing_then(r, deny, kPayload);
+       },
+       "DENY flagged UNRECEIVED with a reason"},
       {"UnreceivedOnACts",
        [](auto& r) { r.send(FT::cts, {}, 99, transport::frame_flags::kUnreceived); },
        "CTS flagged UNRECEIVED"},
@@ -1155,6 +1162,28 @@ TEST(EngineFrames, AFinalizingRankTellsWaitingSendersItWillNotReceive) {
   EXPECT_EQ(frame.type, FrameType::goodbye);
   const auto drops = audit_records(rank0.audit_text(), "message.drop");
   EXPECT_EQ(drops.size(), 2u);  // neither was received
+}
+
+// An RTS on a communicator this rank never created, answered so at finalize, is dropped
+// saying that, as one left to the end of finalize would be.
+TEST(EngineFrames, AnRtsOnACommunicatorNeverCreatedIsDroppedSayingSo) {
+  EngineUnderAttack rank0({}, policy_for("enforce", "*"));
+  rank0.engine().register_comm(*rank0.world());
+  FrameHeader unknown;
+  unknown.type = FrameType::rts;
+  unknown.context = 40;  // no communicator of rank 0 has it
+  unknown.source = 1;
+  unknown.tag = kTag;
+  unknown.aux = 1u << 20;
+  rank0.send(unknown, {});
+  rank0.send(FrameType::goodbye);
+  rank0.wait_until_delivered();
+  rank0.until_rank0_read();
+  rank0.engine().finalize(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  const auto drops = audit_records(rank0.audit_text(), "message.drop");
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_NE(drops[0].find("its communicator was never created on this rank"), std::string::npos)
+      << drops[0];
 }
 
 TEST(EngineFrames, SendsAFinalizingPeerWillNotReceiveFail) {
