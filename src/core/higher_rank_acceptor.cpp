@@ -21,6 +21,8 @@ using transport::ChannelError;
 using transport::UniqueFd;
 
 constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
+// How long to wait before trying again when descriptors run out.
+constexpr auto kDescriptorPause = std::chrono::milliseconds(10);
 
 struct Handshake {
   std::thread thread;
@@ -53,6 +55,23 @@ Handshake* victim(std::list<Handshake>& handshakes) {
     if (h.unproven() && (chosen == nullptr || h.stage < chosen->stage)) chosen = &h;
   }
   return chosen;
+}
+
+// A close-on-exec duplicate of `fd` to watch a connection by. Short of descriptors or memory
+// (handshakes under way hold several each), it waits for some until `deadline`, as the
+// listener's accept() does, rather than refuse a connection already taken off the backlog.
+// Invalid, with errno set, if it cannot be made.
+UniqueFd duplicate_to_watch(int fd, transport::Deadline deadline) {
+  for (;;) {
+    UniqueFd copy{::fcntl(fd, F_DUPFD_CLOEXEC, 0)};
+    const int error = errno;
+    if (copy.valid() || (error != EMFILE && error != ENFILE && error != ENOMEM) ||
+        transport::Clock::now() >= deadline) {
+      errno = error;
+      return copy;
+    }
+    std::this_thread::sleep_for(kDescriptorPause);  // not synchronisation: a scarce resource
+  }
 }
 
 // Shuts a pending handshake's connection down; its thread then fails at once.
@@ -172,6 +191,10 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
 
     std::error_code ec;
     UniqueFd socket = listener.accept(deadline, ec);
+    // Made before taking the lock: waiting for a descriptor must not hold up the handshakes
+    // that would give theirs back.
+    UniqueFd watch = socket.valid() ? duplicate_to_watch(socket.get(), deadline) : UniqueFd{};
+    const int watch_error = errno;
     std::lock_guard lock(mu);
     if (!socket.valid()) {
       if (remaining != 0) failure = "waiting for higher ranks to connect: " + ec.message();
@@ -198,9 +221,8 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
         }
       }
     }
-    UniqueFd watch{::fcntl(socket.get(), F_DUPFD_CLOEXEC, 0)};
     if (!watch.valid()) {
-      refuse(std::string("cannot track the connection: ") + std::strerror(errno));
+      refuse(std::string("cannot track the connection: ") + std::strerror(watch_error));
       continue;
     }
     Handshake& h = handshakes.emplace_back();

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -274,6 +276,57 @@ TEST(StartupFlood, APeerWithThisRanksOwnIdentityIsNamedAsSuch) {
   ASSERT_EQ(rank0.refusals.size(), 1u);
   EXPECT_NE(rank0.refusals[0].find("this rank's own identity"), std::string::npos)
       << rank0.refusals[0];
+}
+
+// Descriptors ran out just as a connection was accepted: the acceptor could not make the
+// duplicate it watches the connection by. It waits for one, as the listener's accept() does,
+// instead of refusing a genuine rank that will not dial again.
+TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
+  const TestJob job(2);
+  transport::Listener listener(loopback_any_port());
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit lowered = saved;
+  lowered.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  std::vector<transport::UniqueFd> spare;  // every descriptor but two: the dialer's, accept's
+  {
+    const transport::UniqueFd null_device(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(null_device.valid());
+    for (transport::UniqueFd fd(::dup(null_device.get())); fd.valid();
+         fd = transport::UniqueFd(::dup(null_device.get()))) {
+      spare.push_back(std::move(fd));
+    }
+  }
+  ASSERT_GE(spare.size(), 1u);
+  spare.pop_back();
+  // Counted without opening one (that would take the descriptor being watched for).
+  const auto every_descriptor_taken = [&] {
+    for (int fd = 0; fd < static_cast<int>(lowered.rlim_cur); ++fd) {
+      if (::fcntl(fd, F_GETFD) < 0) return false;
+    }
+    return true;
+  };
+  AcceptingRank0 rank0(job, listener, deadline_in(60s));
+  const ShutDownOnExit stop_accepting{listener};
+  auto rank1 = std::async(std::launch::async, [&] {
+    ChannelError error;
+    auto channel =
+        Channel::connect(job.endpoint(1), listener.endpoint(), 0, long_deadline(), error);
+    EXPECT_NE(channel, nullptr) << error.message();
+    return channel;
+  });
+  const auto give_up = transport::Clock::now() + 30s;
+  while (!every_descriptor_taken() && transport::Clock::now() < give_up) {
+    std::this_thread::yield();  // polled, bounded: until the acceptor holds the last one
+  }
+  const bool all_taken = every_descriptor_taken();
+  spare.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_TRUE(all_taken) << "the acceptor never held the last descriptor";
+  EXPECT_NE(rank1.get(), nullptr);
+  EXPECT_EQ(rank0.result.get(), "");
+  EXPECT_EQ(rank0.refused.load(), 0);
 }
 
 // A dial whose connection the listener drops before the channel is established dials again
