@@ -13,13 +13,15 @@
 // after MPI_Errhandler_free while objects use it; a communicator the program never freed still
 // holds its binding after MPI_Finalize, where a call on it raises MPI_ERR_OTHER through it. Each
 // is a few dozen bytes: one per MPI_Comm_create_errhandler, and one per MPI_Comm_set_errhandler
-// with a user handler or communicator created with one attached.
+// with a user handler or communicator created with one attached (setting the handler a
+// communicator had bound last reuses that binding).
 
 #include "mpi/errhandler.hpp"
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "mpi/mpi_impl.hpp"
@@ -72,11 +74,44 @@ MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errha
   return result;
 }
 
+// The latest binding made for each communicator, until the communicator goes. Never
+// destroyed: communicators with static storage (MPI_COMM_WORLD) leave it in their
+// destructors, whenever those run.
+struct LatestBindings {
+  std::mutex mu;
+  std::unordered_map<MPI_Comm, MPI_Errhandler> of;
+};
+LatestBindings& latest_bindings() {
+  static auto* bindings = new LatestBindings();
+  return *bindings;
+}
+
 }  // namespace
+
+void forget_latest_binding(MPI_Comm comm) noexcept {
+  LatestBindings& latest = latest_bindings();
+  std::lock_guard lock(latest.mu);
+  latest.of.erase(comm);
+}
 
 MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
   if (handler == nullptr || handler->user == nullptr) return handler;
-  return new_user_handle(handler->user->function, handler->user->created, comm);
+  // A library that saves the handler, sets MPI_ERRORS_RETURN and restores it around each of its
+  // calls binds the same handler to the same communicator again and again: the latest binding
+  // is reused, or memory would grow with every call.
+  LatestBindings& latest = latest_bindings();
+  {
+    std::lock_guard lock(latest.mu);
+    const auto it = latest.of.find(comm);
+    if (it != latest.of.end() && it->second->user->created == handler->user->created) {
+      return it->second;
+    }
+  }
+  const MPI_Errhandler bound =
+      new_user_handle(handler->user->function, handler->user->created, comm);
+  std::lock_guard lock(latest.mu);
+  latest.of[comm] = bound;
+  return bound;
 }
 
 void reset_predefined_comm_errhandlers() noexcept {
@@ -98,6 +133,7 @@ int call_user_errhandler(const sempi_mpi_errhandler& handler, int code) noexcept
 }  // namespace sempi::mpi
 
 sempi_mpi_comm::~sempi_mpi_comm() {
+  sempi::mpi::forget_latest_binding(this);  // a new communicator may get its address
   const MPI_Errhandler h = errhandler->load();
   if (h != nullptr && h->user != nullptr) {
     MPI_Comm self = this;

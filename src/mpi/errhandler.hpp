@@ -9,6 +9,8 @@ namespace sempi::mpi {
 /// The handler a communicator handle `comm` should hold for `handler`: predefined handlers as
 /// they are, a user-defined one as a binding that calls its function with `comm`.
 MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm);
+/// `comm` is going away: its latest binding is not reused for a communicator at its address.
+void forget_latest_binding(MPI_Comm comm) noexcept;
 /// Gives MPI_COMM_WORLD and MPI_COMM_SELF back MPI_ERRORS_ARE_FATAL if they had a user-defined
 /// handler. For the end of MPI_Finalize. User handlers and bindings are never freed (a
 /// communicator the program did not free still holds its binding).
