@@ -53,13 +53,21 @@ MPI_Errhandler checked_errhandler(MPI_Errhandler h) {
   return h;
 }
 
-// Every user handle and binding, owned here until MPI_Finalize (see the top of this file).
+// Every user handle and binding (see the top of this file). Never destroyed: MPI_COMM_WORLD's
+// destructor, at exit, still reads its binding (a program that exits without MPI_Finalize
+// keeps it), and static objects of other files are destroyed in no set order.
 struct Allocated {
   std::unique_ptr<UserErrhandler> user;
   std::unique_ptr<sempi_mpi_errhandler> handle;
 };
-std::mutex g_allocated_mu;
-std::vector<Allocated> g_allocated;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+struct AllocatedHandles {
+  std::mutex mu;
+  std::vector<Allocated> all;
+};
+AllocatedHandles& allocated_handles() {
+  static auto* handles = new AllocatedHandles();
+  return *handles;
+}
 
 MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errhandler created,
                                MPI_Comm comm) {
@@ -69,14 +77,14 @@ MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errha
   auto h = std::make_unique<sempi_mpi_errhandler>(sempi_mpi_errhandler{false, user.get()});
   user->created = created == MPI_ERRHANDLER_NULL ? h.get() : created;
   const MPI_Errhandler result = h.get();
-  std::lock_guard lock(g_allocated_mu);
-  g_allocated.push_back({std::move(user), std::move(h)});
+  AllocatedHandles& handles = allocated_handles();
+  std::lock_guard lock(handles.mu);
+  handles.all.push_back({std::move(user), std::move(h)});
   return result;
 }
 
 // The latest binding made for each communicator, until the communicator goes. Never
-// destroyed: communicators with static storage (MPI_COMM_WORLD) leave it in their
-// destructors, whenever those run.
+// destroyed, for the same reason.
 struct LatestBindings {
   std::mutex mu;
   std::unordered_map<MPI_Comm, MPI_Errhandler> of;
