@@ -58,15 +58,16 @@ Handshake* victim(std::list<Handshake>& handshakes) {
 }
 
 // A close-on-exec duplicate of `fd` to watch a connection by. Short of descriptors or memory
-// (handshakes under way hold several each), it waits for some until `deadline`, as the
-// listener's accept() does, rather than refuse a connection already taken off the backlog.
-// Invalid, with errno set, if it cannot be made.
-UniqueFd duplicate_to_watch(int fd, transport::Deadline deadline) {
+// (handshakes under way hold several each), it waits for some until `deadline` or until
+// `needless()`, as the listener's accept() does, rather than refuse a connection already taken
+// off the backlog. Invalid, with errno set, if it cannot be made.
+template <class Needless>
+UniqueFd duplicate_to_watch(int fd, transport::Deadline deadline, Needless&& needless) {
   for (;;) {
     UniqueFd copy{::fcntl(fd, F_DUPFD_CLOEXEC, 0)};
     const int error = errno;
     if (copy.valid() || (error != EMFILE && error != ENFILE && error != ENOMEM) ||
-        transport::Clock::now() >= deadline) {
+        transport::Clock::now() >= deadline || needless()) {
       errno = error;
       return copy;
     }
@@ -191,36 +192,43 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
 
     std::error_code ec;
     UniqueFd socket = listener.accept(deadline, ec);
-    // Made before taking the lock: waiting for a descriptor must not hold up the handshakes
-    // that would give theirs back.
-    UniqueFd watch = socket.valid() ? duplicate_to_watch(socket.get(), deadline) : UniqueFd{};
-    const int watch_error = errno;
-    std::lock_guard lock(mu);
-    if (!socket.valid()) {
-      if (remaining != 0) failure = "waiting for higher ranks to connect: " + ec.message();
-      break;
-    }
-    const bool local_socket = transport::is_unix_socket(socket.get());
-    if (!local_socket) {
-      std::size_t unproven = 0;
-      std::size_t closing = 0;  // dropped, their threads not finished yet
-      for (const auto& h : handshakes) {
-        unproven += h.unproven() ? 1 : 0;
-        closing += h.tcp_running() && !h.watch.valid() ? 1 : 0;
+    bool local_socket = false;
+    {
+      std::lock_guard lock(mu);
+      if (!socket.valid()) {
+        if (remaining != 0) failure = "waiting for higher ranks to connect: " + ec.message();
+        break;
       }
-      if (closing >= kMaxPendingHandshakes) {
-        // Dropped threads waiting for a core: threads stay bounded, and the peer dials again.
-        refuse("refused: too many dropped connections are still closing");
-        continue;
-      }
-      if (unproven >= kMaxPendingHandshakes) {
-        if (Handshake* h = victim(handshakes); h != nullptr) {
-          drop(*h,
-               "dropped: too many unauthenticated connections, and it came least far "
-               "(oldest first)");
+      local_socket = transport::is_unix_socket(socket.get());
+      if (!local_socket) {
+        std::size_t unproven = 0;
+        std::size_t closing = 0;  // dropped, their threads not finished yet
+        for (const auto& h : handshakes) {
+          unproven += h.unproven() ? 1 : 0;
+          closing += h.tcp_running() && !h.watch.valid() ? 1 : 0;
+        }
+        if (closing >= kMaxPendingHandshakes) {
+          // Dropped threads waiting for a core: threads stay bounded, and the peer dials again.
+          refuse("refused: too many dropped connections are still closing");
+          continue;
+        }
+        if (unproven >= kMaxPendingHandshakes) {
+          if (Handshake* h = victim(handshakes); h != nullptr) {
+            drop(*h,
+                 "dropped: too many unauthenticated connections, and it came least far "
+                 "(oldest first)");
+          }
         }
       }
     }
+    // Made outside the lock: waiting for a descriptor must not hold up the handshakes that
+    // would give theirs back. Not past the moment every rank is connected.
+    UniqueFd watch = duplicate_to_watch(socket.get(), deadline, [&] {
+      std::lock_guard lock(mu);
+      return remaining == 0;
+    });
+    const int watch_error = errno;
+    std::lock_guard lock(mu);
     if (!watch.valid()) {
       refuse(std::string("cannot track the connection: ") + std::strerror(watch_error));
       continue;

@@ -289,6 +289,10 @@ TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
   rlimit lowered = saved;
   lowered.rlim_cur = 256;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  struct RestoreLimit {  // also when a check below fails: the next tests need descriptors
+    rlimit saved;
+    ~RestoreLimit() { ::setrlimit(RLIMIT_NOFILE, &saved); }
+  } restore{saved};
   std::vector<transport::UniqueFd> spare;  // every descriptor but two: the dialer's, accept's
   {
     const transport::UniqueFd null_device(::open("/dev/null", O_RDONLY | O_CLOEXEC));
