@@ -322,7 +322,7 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
     RequestState& request = **it;
     if (request.source_world == peer.world_rank_ ||
         (request.source_world == ANY_SOURCE && request.comm &&
-         every_other_member_failed(*request.comm))) {
+         every_other_member_gone(*request.comm, false))) {
       fail(*it);
       it = posted_.erase(it);
     } else if (give_up_if_unmatchable(request)) {  // the others left began to finalize
@@ -683,7 +683,7 @@ std::shared_ptr<RequestState> Engine::irecv(const std::shared_ptr<const CommStat
                    (peer ? ": " + peer->failure_ : std::string()));
       return request;
     }
-  } else if (request->source_world == ANY_SOURCE && every_other_member_failed(*comm)) {
+  } else if (request->source_world == ANY_SOURCE && every_other_member_gone(*comm, false)) {
     complete(*request, ErrorClass::peer_failed, unmatchable_reason(*request));
     return request;
   }
@@ -805,43 +805,33 @@ void Engine::audit_dry_run_receive(const CommState& comm, int source, int tag) {
   }
 }
 
-namespace {
-
-// Every member of `comm` but `self` is `gone` (a predicate on its Peer, null if never
-// connected), and there is such a member.
-template <class Gone>
-bool every_other_member(const CommState& comm, int self, const auto& peers, Gone&& gone) {
+bool Engine::every_other_member_gone(const CommState& comm, bool finalizing_counts) const {
+  if (failed_peers_ + (finalizing_counts ? finalizing_peers_ : 0) == 0) return false;
   bool others = false;
   for (const int member : comm.world_ranks) {
-    if (member == self) continue;
+    if (member == config_.world_rank) continue;
     others = true;
-    if (!gone(peers[static_cast<std::size_t>(member)].get())) return false;
+    const Peer* peer = peers_[static_cast<std::size_t>(member)].get();
+    if (peer != nullptr && !peer->failed_ && !(finalizing_counts && peer->finalizing_)) {
+      return false;
+    }
   }
   return others;
 }
 
-}  // namespace
-
-bool Engine::every_other_member_failed(const CommState& comm) const {
-  if (failed_peers_ == 0) return false;
-  return every_other_member(comm, config_.world_rank, peers_,
-                            [](const Peer* peer) { return peer == nullptr || peer->failed_; });
-}
-
-bool Engine::every_other_member_done_sending(const CommState& comm) const {
-  if (failed_peers_ + finalizing_peers_ == 0) return false;
-  return every_other_member(comm, config_.world_rank, peers_, [](const Peer* peer) {
-    return peer == nullptr || peer->failed_ || peer->finalizing_;
-  });
+bool Engine::source_gone(const CommState* comm, int source_world, bool finalizing_counts) const {
+  if (source_world == ANY_SOURCE) {
+    return comm != nullptr && every_other_member_gone(*comm, finalizing_counts);
+  }
+  if (source_world == config_.world_rank) return false;
+  // A peer never connected is one the policy keeps apart: it has not failed, and nothing
+  // will come from it (a receive or blocking probe was refused before it got here).
+  const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
+  return peer != nullptr && (peer->failed_ || (finalizing_counts && peer->finalizing_));
 }
 
 bool Engine::nothing_can_match(const RequestState& request) const {
-  if (request.source_world == ANY_SOURCE) {
-    return request.comm && every_other_member_done_sending(*request.comm);
-  }
-  if (request.source_world == config_.world_rank) return false;
-  const Peer* peer = peers_[static_cast<std::size_t>(request.source_world)].get();
-  return peer != nullptr && (peer->failed_ || peer->finalizing_);
+  return source_gone(request.comm.get(), request.source_world, true);
 }
 
 std::string Engine::unmatchable_reason(const RequestState& request) const {
@@ -855,20 +845,10 @@ std::string Engine::unmatchable_reason(const RequestState& request) const {
 
 std::optional<Status> Engine::unreachable_source(const CommState& comm, int source_world,
                                                  bool blocking) const {
+  if (abort_reason_.empty() && !source_gone(&comm, source_world, blocking)) return std::nullopt;
   Status failed;
   failed.error = ErrorClass::peer_failed;
-  if (!abort_reason_.empty()) return failed;
-  if (source_world == ANY_SOURCE) {
-    if (blocking ? every_other_member_done_sending(comm) : every_other_member_failed(comm)) {
-      return failed;
-    }
-  } else if (source_world != config_.world_rank) {
-    // A peer never connected is one the policy keeps apart: it has not failed, and nothing
-    // will come from it (a blocking probe was refused before it got here).
-    const Peer* peer = peers_[static_cast<std::size_t>(source_world)].get();
-    if (peer != nullptr && (peer->failed_ || (blocking && peer->finalizing_))) return failed;
-  }
-  return std::nullopt;
+  return failed;
 }
 
 Status Engine::status_of(const CommState& comm, const Unexpected& message) {

@@ -483,9 +483,12 @@ class Engine {
   // Error(policy). (A nonblocking one just finds nothing.)
   void throw_if_never_satisfied(const CommState& comm, bool collective, int source, int tag);
   // True if `comm` has members besides this rank and every one of them failed or finalized.
-  bool every_other_member_failed(const CommState& comm) const;
-  // As every_other_member_failed, counting also the members that began to finalize.
-  bool every_other_member_done_sending(const CommState& comm) const;
+  // With `finalizing_counts`, a member that began to finalize counts as gone too.
+  bool every_other_member_gone(const CommState& comm, bool finalizing_counts) const;
+  // True if nothing `source_world` sends from now on can match a receive from it: it failed
+  // (or began to finalize, with `finalizing_counts`), or for ANY_SOURCE every other member of
+  // `comm` did (see every_other_member_gone).
+  bool source_gone(const CommState* comm, int source_world, bool finalizing_counts) const;
   // True if no message can match `request` (a posted receive) any more: its source failed or
   // began to finalize, or for ANY_SOURCE every other member did.
   bool nothing_can_match(const RequestState& request) const;
