@@ -53,53 +53,43 @@ MPI_Errhandler checked_errhandler(MPI_Errhandler h) {
   return h;
 }
 
-// Every user handle and binding (see the top of this file). Never destroyed: MPI_COMM_WORLD's
+// Every user handle and binding (see the top of this file), and the latest binding made for
+// each communicator, until the communicator goes. Never destroyed: MPI_COMM_WORLD's
 // destructor, at exit, still reads its binding (a program that exits without MPI_Finalize
 // keeps it), and static objects of other files are destroyed in no set order.
 struct Allocated {
   std::unique_ptr<UserErrhandler> user;
   std::unique_ptr<sempi_mpi_errhandler> handle;
 };
-struct AllocatedHandles {
+struct Handles {
   std::mutex mu;
   std::vector<Allocated> all;
+  std::unordered_map<MPI_Comm, MPI_Errhandler> latest_binding;
 };
-AllocatedHandles& allocated_handles() {
-  static auto* handles = new AllocatedHandles();
-  return *handles;
+Handles& handles() {
+  static auto* all = new Handles();
+  return *all;
 }
 
-MPI_Errhandler new_user_handle(MPI_Comm_errhandler_function* function, MPI_Errhandler created,
-                               MPI_Comm comm) {
+// A new user handle (a binding if `created` is given), owned by `owner`, whose mu is held.
+MPI_Errhandler new_user_handle(Handles& owner, MPI_Comm_errhandler_function* function,
+                               MPI_Errhandler created, MPI_Comm comm) {
   auto user = std::make_unique<UserErrhandler>();
   user->function = function;
   user->comm = comm;
   auto h = std::make_unique<sempi_mpi_errhandler>(sempi_mpi_errhandler{false, user.get()});
   user->created = created == MPI_ERRHANDLER_NULL ? h.get() : created;
   const MPI_Errhandler result = h.get();
-  AllocatedHandles& handles = allocated_handles();
-  std::lock_guard lock(handles.mu);
-  handles.all.push_back({std::move(user), std::move(h)});
+  owner.all.push_back({std::move(user), std::move(h)});
   return result;
-}
-
-// The latest binding made for each communicator, until the communicator goes. Never
-// destroyed, for the same reason.
-struct LatestBindings {
-  std::mutex mu;
-  std::unordered_map<MPI_Comm, MPI_Errhandler> of;
-};
-LatestBindings& latest_bindings() {
-  static auto* bindings = new LatestBindings();
-  return *bindings;
 }
 
 }  // namespace
 
 void forget_latest_binding(MPI_Comm comm) noexcept {
-  LatestBindings& latest = latest_bindings();
-  std::lock_guard lock(latest.mu);
-  latest.of.erase(comm);
+  Handles& owner = handles();
+  std::lock_guard lock(owner.mu);
+  owner.latest_binding.erase(comm);
 }
 
 MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
@@ -107,19 +97,13 @@ MPI_Errhandler bind_errhandler(MPI_Errhandler handler, MPI_Comm comm) {
   // A library that saves the handler, sets MPI_ERRORS_RETURN and restores it around each of its
   // calls binds the same handler to the same communicator again and again: the latest binding
   // is reused, or memory would grow with every call.
-  LatestBindings& latest = latest_bindings();
-  {
-    std::lock_guard lock(latest.mu);
-    const auto it = latest.of.find(comm);
-    if (it != latest.of.end() && it->second->user->created == handler->user->created) {
-      return it->second;
-    }
+  Handles& owner = handles();
+  std::lock_guard lock(owner.mu);
+  MPI_Errhandler& latest = owner.latest_binding[comm];
+  if (latest == nullptr || latest->user->created != handler->user->created) {
+    latest = new_user_handle(owner, handler->user->function, handler->user->created, comm);
   }
-  const MPI_Errhandler bound =
-      new_user_handle(handler->user->function, handler->user->created, comm);
-  std::lock_guard lock(latest.mu);
-  latest.of[comm] = bound;
-  return bound;
+  return latest;
 }
 
 void reset_predefined_comm_errhandlers() noexcept {
@@ -158,7 +142,9 @@ int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function* function,
   return guarded(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", [&] {
     require_output(errhandler, "errhandler");
     if (function == nullptr) fail(MPI_ERR_ARG, "null error handler function");
-    *errhandler = new_user_handle(function, MPI_ERRHANDLER_NULL, MPI_COMM_NULL);
+    Handles& owner = handles();
+    std::lock_guard lock(owner.mu);
+    *errhandler = new_user_handle(owner, function, MPI_ERRHANDLER_NULL, MPI_COMM_NULL);
   });
 }
 
