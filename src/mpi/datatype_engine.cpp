@@ -96,6 +96,16 @@ struct Bounds {
   }
 };
 
+// MPI 3.1 section 4.1.6: without an explicit upper bound, a derived type's extent is rounded
+// up to a multiple of the strictest alignment of its members (the epsilon of ub), whatever
+// constructor made it; Open MPI does the same.
+void pad_extent_to_alignment(TypeMap& t) {
+  const std::int64_t ext = t.extent();
+  if (!t.explicit_ub && ext > 0 && t.align > 1 && ext % t.align != 0) {
+    t.ub = checked_add(t.ub, t.align - ext % t.align);
+  }
+}
+
 }  // namespace
 
 std::int64_t TypeMap::elements() const {
@@ -242,6 +252,7 @@ std::shared_ptr<const TypeMap> TypeMap::hvector(std::int64_t count, std::int64_t
   }
   bounds.store(*t);
   t->align = old.align;
+  pad_extent_to_alignment(*t);
   t->reduce_basic = old.reduce_basic;
   t->reduce_count = checked_mul(old.reduce_count, checked_mul(count, blocklength));
   return t;
@@ -260,6 +271,7 @@ std::shared_ptr<const TypeMap> TypeMap::hindexed(std::span<const std::int64_t> b
   }
   bounds.store(*t);
   t->align = old.align;
+  pad_extent_to_alignment(*t);
   t->reduce_basic = old.reduce_basic;
   t->reduce_count = checked_mul(old.reduce_count, instances);
   return t;
@@ -287,12 +299,7 @@ std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> 
   }
   if (t->reduce_basic == Basic::none) t->reduce_count = 0;
   bounds.store(*t);
-  // Like a C struct, the extent is padded to a multiple of the strictest member alignment,
-  // unless a member's marker fixes the upper bound.
-  const std::int64_t ext = t->extent();
-  if (!t->explicit_ub && ext > 0 && ext % t->align != 0) {
-    t->ub = checked_add(t->ub, t->align - ext % t->align);
-  }
+  pad_extent_to_alignment(*t);  // as a C struct is padded
   return t;
 }
 

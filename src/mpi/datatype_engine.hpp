@@ -48,10 +48,10 @@ class TypeMap {
   std::int64_t ub = 0;
   std::int64_t true_lb = 0;
   std::int64_t true_ub = 0;
-  std::int64_t align = 1;     // alignment used to pad struct extents, as C does
+  std::int64_t align = 1;     // strictest member alignment: extents are padded to it
   /// lb / ub are explicit markers (set by MPI_Type_create_resized, directly or in a member).
   /// Markers are sticky: a type built from members with a marker takes that bound from the
-  /// markers alone, and a struct with an explicit ub is not padded (MPI 3.1 sections
+  /// markers alone, and a type with an explicit ub is not padded (MPI 3.1 sections
   /// 4.1.6-4.1.7).
   bool explicit_lb = false;
   bool explicit_ub = false;

@@ -2,6 +2,7 @@
  * bounds of a type with an empty member, counts that do not fit in an int, and the error
  * classes of a few invalid arguments. */
 #include <limits.h>
+#include <string.h>
 
 #include "mpitest.h"
 
@@ -36,6 +37,56 @@ static void empty_member(void) {
   CHECK_MPI(MPI_Type_free(&one_int));
   CHECK_MPI(MPI_Type_free(&with_empty));
   CHECK_MPI(MPI_Type_free(&empty));
+}
+
+/* Every constructor pads the extent to its members' alignment unless an upper bound is set
+ * (MPI 3.1 section 4.1.6, the epsilon of ub), not only a struct: two doubles 12 bytes apart
+ * span 20 bytes but have extent 24, so a count of two reads the second pair at offset 24. */
+static void extent_padded_to_alignment(void) {
+  MPI_Datatype hvec, hidx, contig_of_hvec, resized;
+  CHECK_MPI(MPI_Type_create_hvector(2, 1, 12, MPI_DOUBLE, &hvec));
+  const int one[2] = {1, 1};
+  const MPI_Aint displs[2] = {4, 16};
+  CHECK_MPI(MPI_Type_create_hindexed(2, one, displs, MPI_DOUBLE, &hidx));
+  CHECK_MPI(MPI_Type_contiguous(2, hvec, &contig_of_hvec));
+  CHECK_MPI(MPI_Type_create_resized(hvec, 0, 20, &resized));
+  MPI_Datatype padded_by_resize;
+  CHECK_MPI(MPI_Type_create_hvector(2, 1, 12, resized, &padded_by_resize));
+  MPI_Aint lb = -1, extent = -1;
+  CHECK_MPI(MPI_Type_get_extent(hvec, &lb, &extent));
+  CHECK(lb == 0 && extent == 24);
+  CHECK_MPI(MPI_Type_get_extent(hidx, &lb, &extent));
+  CHECK(lb == 4 && extent == 24); /* the span 4..24, 20 bytes, rounded up to 24 */
+  CHECK_MPI(MPI_Type_get_extent(contig_of_hvec, &lb, &extent));
+  CHECK(lb == 0 && extent == 48);
+  CHECK_MPI(MPI_Type_get_extent(resized, &lb, &extent));
+  CHECK(lb == 0 && extent == 20); /* an explicit upper bound is kept as set */
+  CHECK_MPI(MPI_Type_get_extent(padded_by_resize, &lb, &extent));
+  CHECK(lb == 0 && extent == 32); /* markers at 0 and 12 + 20: no padding added */
+  MPI_Aint true_lb = -1, true_extent = -1;
+  CHECK_MPI(MPI_Type_get_true_extent(hvec, &true_lb, &true_extent));
+  CHECK(true_lb == 0 && true_extent == 20);
+
+  /* Packing two instances takes the second from offset 24. */
+  CHECK_MPI(MPI_Type_commit(&hvec));
+  double in[6] = {1, 2, 3, 4, 5, 6}; /* doubles at 0, 8, ..., 40 */
+  unsigned char* bytes = (unsigned char*)in;
+  double expected[4];
+  memcpy(&expected[0], bytes + 0, sizeof(double));
+  memcpy(&expected[1], bytes + 12, sizeof(double));
+  memcpy(&expected[2], bytes + 24, sizeof(double));
+  memcpy(&expected[3], bytes + 36, sizeof(double));
+  double packed[4] = {0, 0, 0, 0};
+  int position = 0;
+  CHECK_MPI(MPI_Pack(in, 2, hvec, packed, (int)sizeof packed, &position, MPI_COMM_SELF));
+  CHECK(position == (int)sizeof packed);
+  CHECK(memcmp(packed, expected, sizeof packed) == 0);
+
+  CHECK_MPI(MPI_Type_free(&padded_by_resize));
+  CHECK_MPI(MPI_Type_free(&resized));
+  CHECK_MPI(MPI_Type_free(&contig_of_hvec));
+  CHECK_MPI(MPI_Type_free(&hidx));
+  CHECK_MPI(MPI_Type_free(&hvec));
 }
 
 /* MPI_Get_count and MPI_Get_elements say MPI_UNDEFINED when the number does not fit in an int
@@ -85,6 +136,7 @@ int main(int argc, char** argv) {
   int size = 0;
   init_world_returning_errors(&argc, &argv, &rank, &size);
   empty_member();
+  extent_padded_to_alignment();
   counts_beyond_int();
   invalid_arguments();
   large_contiguous();
