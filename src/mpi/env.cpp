@@ -739,6 +739,9 @@ double MPI_Wtime(void) { return sempi::Environment::wtime(); }
 
 double MPI_Wtick(void) { return 1e-9; }  // steady_clock counts nanoseconds
 
+// A hook for profiling tools (MPI 3.1 section 14.2.4): MPI libraries themselves ignore it.
+int MPI_Pcontrol(const int /*level*/, ...) { return MPI_SUCCESS; }
+
 int MPI_Error_string(int errorcode, char* string, int* resultlen) {
   return guarded(MPI_COMM_WORLD, "MPI_Error_string", [&] {
     require_output(string, "string");

@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
   const double t1 = MPI_Wtime();
   CHECK(t1 >= t0);
   CHECK(MPI_Wtick() > 0.0 && MPI_Wtick() < 1.0);
+  /* Profiling control: accepted with any level and arguments, no effect. */
+  CHECK_MPI(MPI_Pcontrol(0));
+  CHECK_MPI(MPI_Pcontrol(2, "phase", 1));
+  CHECK_MPI(MPI_Pcontrol(1));
 
   char message[MPI_MAX_ERROR_STRING];
   CHECK_MPI(MPI_Error_string(MPI_ERR_RANK, message, &len));
