@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
     "\n"
     "options:\n"
-    "  -n N, -np N          number of ranks, 1..4096 (default 1)\n"
+    "  -n N, -np N          number of ranks, 1..4096 (default 1); also -c, --n, --np\n"
     "  -x VAR               forward VAR from this environment to every rank (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in every rank's environment (repeatable)\n"
     "  --policy FILE        the job's policy (JSON, see 'sempi policy check'); default:\n"
@@ -35,6 +35,8 @@ constexpr const char* kUsage =
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124. Output a\n"
     "                       reader has not taken 5 s after that is discarded\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
+    "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
+    "                       this host's cores\n"
     "  --help               print this help\n"
     "  --version            print the version\n"
     "  --                   end of options; PROGRAM follows\n"
@@ -160,7 +162,8 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       parsed.action = LaunchAction::version;
       return parsed;
     }
-    if (flag == "-n" || flag == "-np") {
+    // Open MPI's spellings of the rank count are accepted too.
+    if (flag == "-n" || flag == "-np" || flag == "-c" || flag == "--n" || flag == "--np") {
       if (have_size) usage_error(flag + " given more than once");
       options.size = static_cast<std::uint32_t>(
           parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, "-n"));
@@ -189,6 +192,10 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     } else if (flag == "--tag-output") {
       no_value();
       options.tag_output = true;
+    } else if (flag == "--oversubscribe") {
+      // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
+      // the core between polls), so scripts written for mpirun may keep it.
+      no_value();
     } else {
       usage_error("unknown option '" + arg + "'");
     }

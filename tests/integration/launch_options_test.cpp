@@ -80,6 +80,17 @@ TEST(LaunchOptions, NpAndInlineLongValues) {
   EXPECT_EQ(o.policy_file, fs::path("x.json"));
 }
 
+TEST(LaunchOptions, OpenMpiSpellings) {
+  EXPECT_EQ(run_options({"-c", "3", "prog"}).size, 3u);
+  EXPECT_EQ(run_options({"--np", "5", "prog"}).size, 5u);
+  EXPECT_EQ(run_options({"--n=6", "prog"}).size, 6u);
+  const auto o = run_options({"--oversubscribe", "-np", "8", "prog"});
+  EXPECT_EQ(o.size, 8u);
+  EXPECT_EQ(o.program, std::vector<std::string>{"prog"});
+  expect_refused({"--oversubscribe=yes", "prog"}, "does not take a value");
+  expect_refused({"-c", "2", "--np", "3", "prog"}, "more than once");
+}
+
 TEST(LaunchOptions, ProgramArgumentsPassUntouched) {
   const auto o = run_options({"-n", "2", "prog", "-n", "5", "--timeout", "x", "--", "-x"});
   EXPECT_EQ(o.size, 2u);
