@@ -1,5 +1,7 @@
 #include "launch/launch_options.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -35,6 +37,9 @@ constexpr const char* kUsage =
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124. Output a\n"
     "                       reader has not taken 5 s after that is discarded\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
+    "  --stdin R|none       the rank that reads sempirun's standard input (default 0);\n"
+    "                       the others read /dev/null. A terminal is read by no rank\n"
+    "                       (redirect from a file or pipe)\n"
     "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
     "                       this host's cores\n"
     "  --help               print this help\n"
@@ -45,7 +50,7 @@ constexpr const char* kUsage =
     "passed to the ranks untouched.\n"
     "\n"
     "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE and\n"
-    "SEMPI_BOOTSTRAP_FD (which init removes); stdin is /dev/null; stdout and stderr are\n"
+    "SEMPI_BOOTSTRAP_FD (which init removes); stdin: see --stdin; stdout and stderr are\n"
     "forwarded line by line (a line without its newline after 0.2 s).\n"
     "\n"
     "exit status:\n"
@@ -192,6 +197,18 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     } else if (flag == "--tag-output") {
       no_value();
       options.tag_output = true;
+    } else if (flag == "--stdin") {
+      if (options.stdin_given) usage_error("--stdin given more than once");
+      const std::string value = take_value(flag, inline_value);
+      if (value == "none") {
+        options.stdin_rank.reset();
+      } else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+        usage_error("--stdin takes a rank or 'none', got '" + value + "'");
+      } else {
+        options.stdin_rank =
+            static_cast<std::uint32_t>(parse_decimal(value, 0, kMaxRanks - 1, "--stdin"));
+      }
+      options.stdin_given = true;
     } else if (flag == "--oversubscribe") {
       // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
       // the core between polls), so scripts written for mpirun may keep it.
@@ -201,6 +218,10 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     }
   }
 
+  if (options.stdin_rank && *options.stdin_rank >= options.size) {
+    usage_error("--stdin " + std::to_string(*options.stdin_rank) + ": the job has only " +
+                std::to_string(options.size) + (options.size == 1 ? " rank" : " ranks"));
+  }
   options.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (options.program.empty()) usage_error("no program given");
   if (options.program.front().empty()) usage_error("the program name is empty");
@@ -235,6 +256,17 @@ void prepare_audit_dir(const LaunchOptions& options) {
   if (!options.audit_dir) return;
   require_utf8_audit_dir(std::filesystem::absolute(*options.audit_dir));
   pki::make_private_dir(*options.audit_dir);
+}
+
+void resolve_stdin(LaunchOptions& options) {
+  if (!options.stdin_rank || ::isatty(0) == 0) return;
+  if (options.stdin_given) {
+    throw Error(ErrorClass::config,
+                "--stdin " + std::to_string(*options.stdin_rank) +
+                    ": standard input is a terminal, which a rank cannot read (each runs in a "
+                    "process group of its own); redirect it from a file or a pipe");
+  }
+  options.stdin_rank.reset();
 }
 
 void resolve_start_timeout(LaunchOptions& options) {

@@ -42,6 +42,10 @@ struct LaunchOptions {
   std::optional<std::filesystem::path> audit_key_out;  // where to write the seal's public key
   std::optional<std::chrono::seconds> timeout;
   bool tag_output = false;
+  /// --stdin: the rank that reads sempirun's standard input (nullopt: none); every other rank
+  /// reads /dev/null. As in Open MPI, rank 0 unless told otherwise.
+  std::optional<std::uint32_t> stdin_rank = 0;
+  bool stdin_given = false;          ///< --stdin was on the command line
   std::vector<std::string> program;  ///< program, then its arguments, verbatim
   /// How long to wait, from the first enrollment, for every rank to enroll: the ranks'
   /// SEMPI_START_TIMEOUT (set by resolve_start_timeout).
@@ -72,6 +76,12 @@ void require_utf8_audit_dir(const std::filesystem::path& dir);
 /// it, else this process's. Throws sempi::Error(config) for a value that is not a number of
 /// seconds, as the ranks would.
 void resolve_start_timeout(LaunchOptions& options);
+
+/// Settles options.stdin_rank against sempirun's standard input. A terminal is given to no
+/// rank: each rank leads a process group of its own, which the terminal would stop (SIGTTIN)
+/// as it read. Without --stdin, every rank then reads /dev/null; with it, throws
+/// sempi::Error(config) saying to redirect the input from a file or a pipe.
+void resolve_stdin(LaunchOptions& options);
 
 /// Usage text for --help.
 const char* launch_usage() noexcept;

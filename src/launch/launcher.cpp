@@ -396,6 +396,7 @@ class Launcher::Job {
                             std::to_string(kRankBootstrapFd));
       request.nofile_limit = nofile;
       request.ignored_signals = signals.inherited_ignored();
+      if (options_.stdin_rank == r) request.stdin_fd = 0;  // resolve_stdin: not a terminal
       try {
         auto process = RankProcess::spawn(request);
         ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};

@@ -77,8 +77,8 @@ constexpr int kStageExec = 2;
 }
 
 // Runs in the child between fork and exec: system calls only (no allocation, no locks).
-[[noreturn]] void exec_child(pid_t launcher, int dev_null, int out, int err, int bootstrap,
-                             int report, const char* program, char* const* argv, char* const* envp,
+[[noreturn]] void exec_child(pid_t launcher, int in, int out, int err, int bootstrap, int report,
+                             const char* program, char* const* argv, char* const* envp,
                              const rlimit* nofile, std::uint64_t ignored_signals) {
   ::setpgid(0, 0);
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
@@ -96,7 +96,7 @@ constexpr int kStageExec = 2;
   }
 
   // Move the four descriptors above 0-3 first, so the dup2 calls cannot clobber each other.
-  const int src[4] = {dev_null, out, err, bootstrap};
+  const int src[4] = {in, out, err, bootstrap};
   int high[4];
   for (int i = 0; i < 4; ++i) {
     high[i] = ::fcntl(src[i], F_DUPFD_CLOEXEC, 10);
@@ -174,8 +174,9 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     BlockAllSignals blocked;
     pid = ::fork();
     if (pid == 0) {
-      exec_child(launcher, dev_null.get(), out.write.get(), err.write.get(), rank_end.get(),
-                 report.write.get(), program.c_str(), argv.data(), envp.data(),
+      exec_child(launcher, request.stdin_fd >= 0 ? request.stdin_fd : dev_null.get(),
+                 out.write.get(), err.write.get(), rank_end.get(), report.write.get(),
+                 program.c_str(), argv.data(), envp.data(),
                  request.nofile_limit ? &*request.nofile_limit : nullptr, request.ignored_signals);
     }
   }

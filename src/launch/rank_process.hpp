@@ -1,7 +1,7 @@
 #pragma once
 // Starting one rank: fork + exec with a private bootstrap channel, stdout/stderr pipes back to
-// the launcher, stdin from /dev/null, its own process group, and PR_SET_PDEATHSIG so a rank
-// never outlives a killed launcher. Also decodes how a rank ended.
+// the launcher, stdin from /dev/null or the launcher's own, its own process group, and
+// PR_SET_PDEATHSIG so a rank never outlives a killed launcher. Also decodes how a rank ended.
 //
 // Descriptor hygiene: the child keeps exactly fds 0-3; everything else it inherited (in
 // particular the other ranks' bootstrap sockets, which would let a rank impersonate another
@@ -47,6 +47,8 @@ struct SpawnRequest {
   /// Bit N set: signal N stays ignored in the child (as sempirun inherited it); every other
   /// signal gets its default action.
   std::uint64_t ignored_signals = 0;
+  /// A descriptor of the launcher's to be the rank's stdin; -1: /dev/null.
+  int stdin_fd = -1;
 };
 
 class RankProcess {

@@ -91,6 +91,23 @@ TEST(LaunchOptions, OpenMpiSpellings) {
   expect_refused({"-c", "2", "--np", "3", "prog"}, "more than once");
 }
 
+TEST(LaunchOptions, Stdin) {
+  EXPECT_EQ(run_options({"-n", "4", "prog"}).stdin_rank, 0u);
+  EXPECT_FALSE(run_options({"prog"}).stdin_given);
+  const auto o = run_options({"--stdin", "3", "-n", "4", "prog"});
+  EXPECT_EQ(o.stdin_rank, 3u);
+  EXPECT_TRUE(o.stdin_given);
+  EXPECT_FALSE(run_options({"--stdin=none", "prog"}).stdin_rank);
+  expect_refused({"--stdin", "4", "-n", "4", "prog"}, "--stdin 4: the job has only 4 ranks");
+  expect_refused({"--stdin", "1", "prog"}, "the job has only 1 rank");
+  expect_refused({"--stdin", "all", "prog"}, "--stdin takes a rank or 'none', got 'all'");
+  expect_refused({"--stdin", "-1", "prog"}, "takes a rank or 'none'");
+  expect_refused({"--stdin", "", "prog"}, "takes a rank or 'none'");
+  expect_refused({"--stdin", "5000", "-n", "4", "prog"}, "between 0 and 4095");
+  expect_refused({"--stdin", "0", "--stdin", "none", "prog"}, "more than once");
+  expect_refused({"--stdin"}, "--stdin requires a value");
+}
+
 TEST(LaunchOptions, ProgramArgumentsPassUntouched) {
   const auto o = run_options({"-n", "2", "prog", "-n", "5", "--timeout", "x", "--", "-x"});
   EXPECT_EQ(o.size, 2u);

@@ -11,7 +11,7 @@ add_executable(enroll_probe programs/enroll_probe.cpp)
 target_link_libraries(enroll_probe PRIVATE sempi::launch_protocol sempi::pki sempi_project_options)
 
 # Runs the real binaries; their paths are compiled in so the test runs from any directory.
-sempi_test(sempirun_test SOURCES sempirun_test.cpp LIBS sempi::policy TIMEOUT 240)
+sempi_test(sempirun_test SOURCES sempirun_test.cpp LIBS sempi::policy sempi::transport TIMEOUT 240)
 target_compile_definitions(sempirun_test PRIVATE
   SEMPIRUN_PATH="$<TARGET_FILE:sempirun>"
   ENROLL_PROBE_PATH="$<TARGET_FILE:enroll_probe>")

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -32,6 +33,7 @@
 
 #include "common/hex.hpp"
 #include "policy/policy_document.hpp"
+#include "transport/socket.hpp"
 
 #include "support/temp_dir.hpp"
 
@@ -80,6 +82,10 @@ struct ProcessSetup {
   bool unlimited_core = false;  // no limit on the size of a core dump
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
   bool own_process_group = false;    // a job of its own, as a shell with job control starts it
+  // sempirun's stdin: /dev/null by default, else a pipe holding this text (then closed), or
+  // a terminal (a pseudo-terminal's slave side).
+  std::optional<std::string> stdin_text{};
+  bool stdin_terminal = false;
 };
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -147,11 +153,35 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
 
   const sempi::test::TempDir scratch;
   const fs::path& cwd = setup.cwd.empty() ? scratch.path() : setup.cwd;
+  sempi::transport::UniqueFd stdin_source(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  sempi::transport::UniqueFd terminal;  // the pseudo-terminal's master side, kept open
+  if (setup.stdin_text) {
+    int in_pipe[2];
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
+      ADD_FAILURE() << "pipe: " << std::strerror(errno);
+      return {};
+    }
+    stdin_source.reset(in_pipe[0]);
+    const sempi::transport::UniqueFd writer(in_pipe[1]);
+    // Within a pipe's capacity: written whole before sempirun starts, then end of file.
+    EXPECT_EQ(::write(writer.get(), setup.stdin_text->data(), setup.stdin_text->size()),
+              static_cast<ssize_t>(setup.stdin_text->size()));
+  } else if (setup.stdin_terminal) {
+    terminal.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    const char* slave =
+        terminal.valid() && ::grantpt(terminal.get()) == 0 && ::unlockpt(terminal.get()) == 0
+            ? ::ptsname(terminal.get())
+            : nullptr;
+    if (slave == nullptr) {
+      ADD_FAILURE() << "pseudo-terminal: " << std::strerror(errno);
+      return {};
+    }
+    stdin_source.reset(::open(slave, O_RDONLY | O_NOCTTY | O_CLOEXEC));
+  }
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
+    ::dup2(stdin_source.get(), 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(127);
@@ -334,10 +364,59 @@ TEST(Sempirun, RanksGetOnlyTheirOwnDescriptors) {
   for (const auto& line : lines_of(r.out)) EXPECT_EQ(line, "0 1 2 3 4 ") << describe(r);
 }
 
-TEST(Sempirun, StdinIsDevNull) {
-  const auto r = run_sempirun({"sh", "-c", "readlink /proc/self/fd/0"});
+// Each rank says what its stdin held, or that it is /dev/null.
+const std::vector<std::string> kShowStdin = {
+    "sh", "-c",
+    "if [ \"$(readlink /proc/self/fd/0)\" = /dev/null ]; then echo \"$SEMPI_RANK: null\"; "
+    "else echo \"$SEMPI_RANK: $(tr '\\n' ' ')\"; fi"};
+
+std::vector<std::string> show_stdin(std::vector<std::string> options) {
+  options.insert(options.end(), kShowStdin.begin(), kShowStdin.end());
+  return options;
+}
+
+std::multiset<std::string> lines_set(const std::string& text) {
+  const auto lines = lines_of(text);
+  return {lines.begin(), lines.end()};
+}
+
+TEST(Sempirun, RankZeroReadsStdinAndTheOthersDevNull) {
+  ProcessSetup setup;
+  setup.stdin_text = "first line\nsecond\n";
+  const auto r = run_sempirun(show_stdin({"-n", "3"}), {}, setup);
   ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_EQ(r.out, "/dev/null\n");
+  EXPECT_EQ(lines_set(r.out),
+            (std::multiset<std::string>{"0: first line second ", "1: null", "2: null"}))
+      << describe(r);
+}
+
+TEST(Sempirun, StdinGoesToTheRankNamed) {
+  ProcessSetup setup;
+  setup.stdin_text = "data\n";
+  const auto r = run_sempirun(show_stdin({"-n", "3", "--stdin", "2"}), {}, setup);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: null", "1: null", "2: data "}))
+      << describe(r);
+
+  const auto none = run_sempirun(show_stdin({"-n", "2", "--stdin=none"}), {}, setup);
+  ASSERT_EQ(none.status, 0) << describe(none);
+  EXPECT_EQ(lines_set(none.out), (std::multiset<std::string>{"0: null", "1: null"}))
+      << describe(none);
+}
+
+// A rank reading the terminal would be stopped (it leads a process group of its own): none
+// gets it, and asking for it is refused before any rank starts.
+TEST(Sempirun, ATerminalIsGivenToNoRank) {
+  ProcessSetup setup;
+  setup.stdin_terminal = true;
+  const auto r = run_sempirun(show_stdin({"-n", "2"}), {}, setup);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: null", "1: null"})) << describe(r);
+
+  const auto asked = run_sempirun(show_stdin({"-n", "2", "--stdin", "0"}), {}, setup);
+  EXPECT_EQ(asked.status, 2) << describe(asked);
+  EXPECT_EQ(asked.out, "");
+  EXPECT_NE(asked.err.find("standard input is a terminal"), std::string::npos) << describe(asked);
 }
 
 TEST(Sempirun, ArgumentsPassUntouched) {
