@@ -97,8 +97,9 @@ struct Bounds {
 };
 
 // MPI 3.1 section 4.1.6: without an explicit upper bound, a derived type's extent is rounded
-// up to a multiple of the strictest alignment of its members (the epsilon of ub), whatever
-// constructor made it; Open MPI does the same.
+// up to a multiple of the strictest alignment of the entries in its typemap (the epsilon of
+// ub), whatever constructor made it. Open MPI pads too, but after each block it adds, so with
+// unaligned displacements out of order its extent can come out larger than this one.
 void pad_extent_to_alignment(TypeMap& t) {
   const std::int64_t ext = t.extent();
   if (!t.explicit_ub && ext > 0 && t.align > 1 && ext % t.align != 0) {
@@ -251,7 +252,7 @@ std::shared_ptr<const TypeMap> TypeMap::hvector(std::int64_t count, std::int64_t
     }
   }
   bounds.store(*t);
-  t->align = old.align;
+  t->align = t->size > 0 ? old.align : 1;  // an empty typemap has no entry to align
   pad_extent_to_alignment(*t);
   t->reduce_basic = old.reduce_basic;
   t->reduce_count = checked_mul(old.reduce_count, checked_mul(count, blocklength));
@@ -270,7 +271,7 @@ std::shared_ptr<const TypeMap> TypeMap::hindexed(std::span<const std::int64_t> b
     instances = checked_add(instances, blocklengths[i]);
   }
   bounds.store(*t);
-  t->align = old.align;
+  t->align = t->size > 0 ? old.align : 1;  // an empty typemap has no entry to align
   pad_extent_to_alignment(*t);
   t->reduce_basic = old.reduce_basic;
   t->reduce_count = checked_mul(old.reduce_count, instances);
@@ -288,7 +289,7 @@ std::shared_ptr<const TypeMap> TypeMap::structure(std::span<const std::int64_t> 
     t->append_instances(old, displacements[i], blocklengths[i]);
     bounds.add(old, displacements[i], blocklengths[i]);
     if (blocklengths[i] == 0) continue;
-    t->align = std::max(t->align, old.align);
+    if (old.size > 0) t->align = std::max(t->align, old.align);  // entries to align
     if (first) {
       t->reduce_basic = old.reduce_basic;
       first = false;

@@ -50,8 +50,8 @@ static void extent_padded_to_alignment(void) {
   CHECK_MPI(MPI_Type_create_hindexed(2, one, displs, MPI_DOUBLE, &hidx));
   CHECK_MPI(MPI_Type_contiguous(2, hvec, &contig_of_hvec));
   CHECK_MPI(MPI_Type_create_resized(hvec, 0, 20, &resized));
-  MPI_Datatype padded_by_resize;
-  CHECK_MPI(MPI_Type_create_hvector(2, 1, 12, resized, &padded_by_resize));
+  MPI_Datatype resized_not_padded;
+  CHECK_MPI(MPI_Type_create_hvector(2, 1, 12, resized, &resized_not_padded));
   MPI_Aint lb = -1, extent = -1;
   CHECK_MPI(MPI_Type_get_extent(hvec, &lb, &extent));
   CHECK(lb == 0 && extent == 24);
@@ -61,11 +61,27 @@ static void extent_padded_to_alignment(void) {
   CHECK(lb == 0 && extent == 48);
   CHECK_MPI(MPI_Type_get_extent(resized, &lb, &extent));
   CHECK(lb == 0 && extent == 20); /* an explicit upper bound is kept as set */
-  CHECK_MPI(MPI_Type_get_extent(padded_by_resize, &lb, &extent));
+  CHECK_MPI(MPI_Type_get_extent(resized_not_padded, &lb, &extent));
   CHECK(lb == 0 && extent == 32); /* markers at 0 and 12 + 20: no padding added */
   MPI_Aint true_lb = -1, true_extent = -1;
   CHECK_MPI(MPI_Type_get_true_extent(hvec, &true_lb, &true_extent));
   CHECK(true_lb == 0 && true_extent == 20);
+
+  /* A type without data has no entry to align: nothing is padded for it (Open MPI neither). */
+  MPI_Datatype empty, spread_empty, char_and_empty;
+  CHECK_MPI(MPI_Type_contiguous(0, MPI_DOUBLE, &empty));
+  CHECK_MPI(MPI_Type_create_hvector(2, 1, 3, empty, &spread_empty));
+  CHECK_MPI(MPI_Type_get_extent(spread_empty, &lb, &extent));
+  CHECK(extent == 3);
+  const int lengths[2] = {1, 1};
+  const MPI_Aint at_zero[2] = {0, 0};
+  MPI_Datatype members[2] = {MPI_CHAR, empty};
+  CHECK_MPI(MPI_Type_create_struct(2, lengths, at_zero, members, &char_and_empty));
+  CHECK_MPI(MPI_Type_get_extent(char_and_empty, &lb, &extent));
+  CHECK(lb == 0 && extent == 1);
+  CHECK_MPI(MPI_Type_free(&char_and_empty));
+  CHECK_MPI(MPI_Type_free(&spread_empty));
+  CHECK_MPI(MPI_Type_free(&empty));
 
   /* Packing two instances takes the second from offset 24. */
   CHECK_MPI(MPI_Type_commit(&hvec));
@@ -82,7 +98,7 @@ static void extent_padded_to_alignment(void) {
   CHECK(position == (int)sizeof packed);
   CHECK(memcmp(packed, expected, sizeof packed) == 0);
 
-  CHECK_MPI(MPI_Type_free(&padded_by_resize));
+  CHECK_MPI(MPI_Type_free(&resized_not_padded));
   CHECK_MPI(MPI_Type_free(&resized));
   CHECK_MPI(MPI_Type_free(&contig_of_hvec));
   CHECK_MPI(MPI_Type_free(&hidx));
