@@ -171,7 +171,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     if (flag == "-n" || flag == "-np" || flag == "-c" || flag == "--n" || flag == "--np") {
       if (have_size) usage_error(flag + " given more than once");
       options.size = static_cast<std::uint32_t>(
-          parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, "-n"));
+          parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, flag));
       have_size = true;
     } else if (flag == "-x") {
       options.env.push_back(parse_env_setting(take_value(flag, inline_value)));

@@ -409,11 +409,13 @@ TEST(Sempirun, StdinGoesToTheRankNamed) {
 TEST(Sempirun, ATerminalIsGivenToNoRank) {
   ProcessSetup setup;
   setup.stdin_terminal = true;
-  const auto r = run_sempirun(show_stdin({"-n", "2"}), {}, setup);
+  // A rank given the terminal would stop: --timeout ends that early.
+  const auto r = run_sempirun(show_stdin({"-n", "2", "--timeout", "20"}), {}, setup);
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: null", "1: null"})) << describe(r);
 
-  const auto asked = run_sempirun(show_stdin({"-n", "2", "--stdin", "0"}), {}, setup);
+  const auto asked =
+      run_sempirun(show_stdin({"-n", "2", "--timeout", "20", "--stdin", "0"}), {}, setup);
   EXPECT_EQ(asked.status, 2) << describe(asked);
   EXPECT_EQ(asked.out, "");
   EXPECT_NE(asked.err.find("standard input is a terminal"), std::string::npos) << describe(asked);
