@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
@@ -219,6 +220,18 @@ void Engine::finish_receive(RequestState& request, int source_world, int tag,
   complete(request);
 }
 
+namespace {
+
+// How much of a peer's unmatched messages this rank holds once a waiter needed it read past
+// its budget (Engine::stretch_paused).
+constexpr std::uint64_t stretched(std::uint64_t limit) {
+  return limit > std::numeric_limits<std::uint64_t>::max() / 2
+             ? std::numeric_limits<std::uint64_t>::max()
+             : 2 * limit;
+}
+
+}  // namespace
+
 void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
   peer.unexpected_bytes_ = static_cast<std::uint64_t>(
       std::max<std::int64_t>(0, static_cast<std::int64_t>(peer.unexpected_bytes_) + delta));
@@ -226,13 +239,50 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
   const auto limit = peer.channel_->local_limits().max_unexpected_bytes;
   // Paused only as the queue grows, resumed at half the limit or below: so that a limit of 0
   // (one message at a time) still resumes once the queue is empty.
-  if (!peer.paused_ && delta > 0 && peer.unexpected_bytes_ >= limit) {
+  if (!peer.paused_ && delta > 0 &&
+      peer.unexpected_bytes_ >= (peer.stretched_ ? stretched(limit) : limit)) {
     // Backpressure: stop reading this peer (its current read round ends after this frame);
     // TCP flow control, or the full shared ring, then stalls its sender.
-    peer.paused_ = true;
-  } else if (peer.paused_ && peer.unexpected_bytes_ <= limit / 2) {
-    peer.paused_ = false;
-    kick();  // the poller must watch this channel again
+    set_paused(peer, true);
+    if (peer.stretched_ && !peer.warned_stalled_) {
+      peer.warned_stalled_ = true;
+      spdlog::warn(
+          "sempi[rank {}]: rank {} has sent more messages that no receive matched than this rank "
+          "holds ({} bytes as counted, 256 a message plus its data; twice "
+          "SEMPI_MAX_UNEXPECTED_BYTES={}): this rank reads nothing more from rank {} until the "
+          "program receives some of them. A message it waits for behind them would never "
+          "arrive: receive them first, or raise SEMPI_MAX_UNEXPECTED_BYTES for the job "
+          "(sempirun -x)",
+          config_.world_rank, peer.world_rank_, peer.unexpected_bytes_, limit, peer.world_rank_);
+    }
+  } else if (peer.unexpected_bytes_ <= limit / 2) {
+    peer.stretched_ = false;
+    if (peer.paused_) {
+      set_paused(peer, false);
+      kick();  // the poller must watch this channel again
+    }
+  }
+}
+
+void Engine::set_paused(Peer& peer, bool paused) {
+  if (peer.paused_ == paused) return;
+  peer.paused_ = paused;
+  paused_peers_.fetch_add(paused ? 1 : -1, std::memory_order_relaxed);
+}
+
+void Engine::stretch_paused(int peer_hint) {
+  std::lock_guard lock(mu_);
+  for (auto& peer : peers_) {
+    if (!peer || peer->failed_ || !peer->channel_ || !peer->paused_ || peer->stretched_ ||
+        (peer_hint >= 0 && peer->world_rank_ != peer_hint)) {
+      continue;
+    }
+    peer->stretched_ = true;
+    const auto limit = peer->channel_->local_limits().max_unexpected_bytes;
+    if (peer->unexpected_bytes_ < stretched(limit)) {
+      set_paused(*peer, false);
+      kick();  // a poller asleep must watch this channel again
+    }
   }
 }
 
@@ -291,6 +341,7 @@ void Engine::flush_peer(Peer& peer) {
 void Engine::fail_peer(Peer& peer, const std::string& reason) {
   if (peer.failed_) return;
   peer.failed_ = true;
+  set_paused(peer, false);  // nothing reads a failed peer: no waiter need look at it
   ++failed_peers_;
   peer.failure_ = reason;
   const std::string who = "rank " + std::to_string(peer.world_rank_);
@@ -1026,7 +1077,7 @@ std::shared_ptr<RequestState> Engine::receive_matched(
 // --- waiting and progress --------------------------------------------------------------------
 
 template <class Done>
-void Engine::wait_until(Done&& done, int peer_hint) {
+void Engine::wait_until(Done&& done, int peer_hint, bool stretch) {
   if (done()) return;
   ++active_waiters_;
   auto last_clock = std::chrono::steady_clock::now();  // the latest reading, for last_activity_ns_
@@ -1036,6 +1087,9 @@ void Engine::wait_until(Done&& done, int peer_hint) {
     if (progress_token_.try_lock()) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
+      if (stretch && paused_peers_.load(std::memory_order_relaxed) != 0) {
+        stretch_paused(peer_hint);
+      }
       const auto now = std::chrono::steady_clock::now();
       last_clock = now;
       // The spin budget counts from the last data moved, not from the start of the wait: while
@@ -1153,6 +1207,8 @@ bool Engine::test(const RequestState& request) {
   if (request.done.load(std::memory_order_acquire)) return true;
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
+    // A program polling with test is waiting too (MPI_Test loops).
+    if (paused_peers_.load(std::memory_order_relaxed) != 0) stretch_paused(request.peer_hint);
     progress(std::chrono::milliseconds(0));
   }
   last_activity_ns_ = now_ns();
@@ -1258,7 +1314,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
       // The peer can send nothing more, so what is left is bounded by the socket buffer: read
       // on (the read ends in the error) instead of polling a hangup nobody reads, which both
       // spins and leaves the loss unnoticed.
-      peer.paused_ = false;
+      set_paused(peer, false);
     }
     service_peer(peer, (revents & (POLLIN | POLLHUP | POLLERR)) != 0 ||
                            peer.channel_->has_buffered_input());
@@ -1378,9 +1434,12 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
   }
   // Every rank must reach finalize before any channel closes: peers may still be reading what
   // we sent. Progress meanwhile flushes our queues and keeps reading theirs.
-  wait_until([&] {
-    return finalize_ok_.load() || aborted_.load() || std::chrono::steady_clock::now() > deadline;
-  });
+  wait_until(
+      [&] {
+        return finalize_ok_.load() || aborted_.load() ||
+               std::chrono::steady_clock::now() > deadline;
+      },
+      -1, false);
   // Peers are blamed below only if they had time to say GOODBYE: a confirmation that came in
   // the last second means some rank was late, not that every peer failed.
   const bool confirmed_in_time =

@@ -125,6 +125,20 @@ TEST(PointToPointLimits, UnmatchedDataBeyondTheBudgetDoesNotStallACorrectProgram
   }
 }
 
+// More unmatched empty messages than the budget ahead of the message a rank waits for: it
+// reads on up to twice the budget, and past that says why it stopped (no silent stall).
+TEST(PointToPointLimits, AWaiterReadsPastTheBudgetAndSaysWhenItStops) {
+  const auto result =
+      run(2, "emptyflood", {"--timeout", "60", "-x", "SEMPI_MAX_UNEXPECTED_BYTES=1048576"}, 120s);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("sempi[rank 0]: rank 1 has sent more messages that no receive "
+                               "matched than this rank holds"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("twice SEMPI_MAX_UNEXPECTED_BYTES=1048576"), std::string::npos)
+      << result.output;
+}
+
 // A peer that filled this rank's unexpected-data budget (so it is no longer read) and then
 // reset its connection while staying alive: the loss must still be noticed, not polled forever.
 TEST(PointToPointLimits, ResetOfAPeerThatIsNotBeingReadIsNoticed) {

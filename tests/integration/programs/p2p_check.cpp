@@ -564,6 +564,38 @@ void backpressure(const sempi::Communicator& world) {
   }
 }
 
+// More unmatched empty messages from one peer than the receiver's budget holds
+// (SEMPI_MAX_UNEXPECTED_BYTES=1048576, set by the test: 4096 of them, at 256 bytes each), ahead
+// of the message the receiver waits for. Empty messages go eagerly whatever the credit, so the
+// receiver pauses reading at its budget; a waiter reads on up to twice it. First 6000 (within
+// twice): the receive completes. Then 10000 (past twice): the receiver stops reading and warns
+// (the test checks the output); once it receives them, the message behind them arrives.
+void empty_flood(const sempi::Communicator& world) {
+  constexpr int kWithin = 6000;
+  constexpr int kBeyond = 10000;
+  if (world.size() < 2) return;
+  if (world.rank() == 1) {
+    std::vector<sempi::Request> requests;
+    for (int i = 0; i < kWithin; ++i) requests.push_back(world.isend_bytes(nullptr, 0, 0, 41));
+    world.send(7, 0, 42);
+    for (int i = 0; i < kBeyond; ++i) requests.push_back(world.isend_bytes(nullptr, 0, 0, 43));
+    world.send(8, 0, 44);
+    sempi::Request::wait_all(requests);
+  } else if (world.rank() == 0) {
+    int value = 0;
+    world.recv(value, 1, 42);  // behind 6000 unmatched messages: stalled here before
+    CHECK(value == 7);
+    for (int i = 0; i < kWithin; ++i) (void)world.recv_bytes(nullptr, 0, 1, 41);
+    auto behind = world.irecv(&value, 1, 1, 44);
+    // Polled as MPI_Test loops do; it cannot complete while 10000 messages are ahead of it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    while (std::chrono::steady_clock::now() < until) CHECK(!behind.test());
+    for (int i = 0; i < kBeyond; ++i) (void)world.recv_bytes(nullptr, 0, 1, 43);
+    behind.wait();
+    CHECK(value == 8);
+  }
+}
+
 // A correct program with more unmatched data from one peer than the receiver's budget
 // (SEMPI_MAX_UNEXPECTED_BYTES=1048576, set by the test) ahead of the messages it waits for: a
 // small one, a synchronous one and a large one. Rank 1 must stay within its eager credit, so
@@ -848,14 +880,15 @@ int main(int argc, char** argv) {
       {"sidechannel", side_channel},
       {"keyheap", key_heap},
       {"overbudget", over_budget},
+      {"emptyflood", empty_flood},
       {"selfwake", self_wake},
       {"dropped", dropped_requests}};
   for (const auto& [name, check] : checks) {
     if (scenario != "all" && scenario != name) continue;
-    // backpressure and overbudget need a small budget, selfwake no spinning, keyheap a launcher
-    // (a singleton holds no key): own tests
-    if (scenario == "all" && (name == "backpressure" || name == "keyheap" ||
-                              name == "overbudget" || name == "selfwake")) {
+    // backpressure, overbudget and emptyflood need a small budget, selfwake no spinning,
+    // keyheap a launcher (a singleton holds no key): own tests
+    if (scenario == "all" && (name == "backpressure" || name == "keyheap" || name == "overbudget" ||
+                              name == "emptyflood" || name == "selfwake")) {
       continue;
     }
     // Each check on its own communicator, as MPI libraries isolate themselves: nothing orders
