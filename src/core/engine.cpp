@@ -230,6 +230,13 @@ constexpr std::uint64_t stretched(std::uint64_t limit) {
              : 2 * limit;
 }
 
+// The world rank a probe of `source` looks at, -1 for any (or none: MPI_PROC_NULL).
+int probed_peer(const CommState& comm, int source) {
+  return source >= 0 && static_cast<std::size_t>(source) < comm.world_ranks.size()
+             ? comm.world_source(source)
+             : -1;
+}
+
 }  // namespace
 
 void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
@@ -928,13 +935,15 @@ void Engine::throw_if_never_satisfied(const CommState& comm, bool collective, in
 }
 
 template <class Find>
-auto Engine::find_after_progress(Find&& find) -> decltype(find()) {
+auto Engine::find_after_progress(Find&& find, int peer_hint) -> decltype(find()) {
   {
     std::lock_guard lock(mu_);
     if (auto found = find()) return found;
   }
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
+    // A program polling with a nonblocking probe is waiting too.
+    if (paused_peers_.load(std::memory_order_relaxed) != 0) stretch_paused(peer_hint);
     progress(std::chrono::milliseconds(0));
   }
   std::lock_guard lock(mu_);
@@ -956,7 +965,8 @@ auto Engine::wait_for_match(Find&& find) {
 
 std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
                                      int tag) {
-  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag, false); });
+  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag, false); },
+                             probed_peer(comm, source));
 }
 
 Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
@@ -998,7 +1008,8 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
 }
 
 std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
-  return find_after_progress([&] { return take_unexpected(comm, source, tag, false); });
+  return find_after_progress([&] { return take_unexpected(comm, source, tag, false); },
+                             probed_peer(comm, source));
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {

@@ -41,7 +41,8 @@
 //    from one peer. A program relying on standard sends being buffered (unsafe in MPI terms)
 //    gets up to half the budget of it per peer.
 //  * A paused peer that a thread waits on (a receive, probe or send waiting for it, or for any
-//    source) is read on, up to twice the budget (stretch_paused): what the waiter needs may be
+//    source; a test or nonblocking probe polled counts) is read on, up to twice the budget
+//    (stretch_paused): what the waiter needs may be
 //    behind the unmatched messages, and only reading reaches it. Past twice the budget the
 //    peer pauses for good, until the program receives some of them, with one warning naming
 //    SEMPI_MAX_UNEXPECTED_BYTES: a silent stall was all a program got before.
@@ -452,9 +453,9 @@ class Engine {
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source, int tag,
                                         bool blocking);
   // Probing (iprobe, improbe): `find` (an optional; called with mu_ held) now, and again after
-  // one round of progress.
+  // one round of progress, which reads on a paused `peer_hint` (-1: any) as a waiter does.
   template <class Find>
-  auto find_after_progress(Find&& find) -> decltype(find());
+  auto find_after_progress(Find&& find, int peer_hint) -> decltype(find());
   // Blocking probing (probe, mprobe): `find` until it matches; returns what it found.
   template <class Find>
   auto wait_for_match(Find&& find);

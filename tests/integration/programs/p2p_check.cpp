@@ -652,10 +652,11 @@ int channel_socket() {
 // still notice the loss: its pending receive fails. Two FIFOs in DIR order the steps.
 void reset_while_paused(const sempi::Communicator& world, const std::string& dir) {
   // 32 KiB each: past the eager credit (half the budget), so each goes by rendezvous, and its
-  // RTS holds 256 bytes of the budget: the 256th (tag 355) fills it.
+  // RTS holds 256 bytes of the budget: the 256th fills it, and since rank 0 probes for rank 1
+  // (which reads on to twice the budget) the 512th (tag 611) fills that.
   constexpr int kInts = 8192;
-  constexpr int kMessages = 300;
-  constexpr int kFillingTag = 100 + 255;
+  constexpr int kMessages = 600;
+  constexpr int kFillingTag = 100 + 511;
   if (world.rank() == 1) {
     const int reset_now = ::open((dir + "/reset").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     CHECK(reset_now >= 0);
@@ -690,8 +691,8 @@ void reset_while_paused(const sempi::Communicator& world, const std::string& dir
     expect_error(sempi::ErrorClass::peer_failed, [&] { (void)world.recv(value, 0, 7); });
     for (auto& r : requests) r.cancel();
   } else {
-    // 64 KiB held: rank 1 is no longer read, so the RTS behind stays unread however long
-    // this rank progresses (rank 1 wrote them all before it started waiting).
+    // 128 KiB held, twice the budget: rank 1 is no longer read, so the RTS behind stays unread
+    // however long this rank progresses (rank 1 wrote them all before it started waiting).
     while (!world.iprobe(1, kFillingTag).has_value()) {
     }
     for (int i = 0; i < 2000; ++i) CHECK(!world.iprobe(1, kFillingTag + 1).has_value());
