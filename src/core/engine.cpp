@@ -230,13 +230,6 @@ constexpr std::uint64_t stretched(std::uint64_t limit) {
              : 2 * limit;
 }
 
-// The world rank a probe of `source` looks at, -1 for any (or none: MPI_PROC_NULL).
-int probed_peer(const CommState& comm, int source) {
-  return source >= 0 && static_cast<std::size_t>(source) < comm.world_ranks.size()
-             ? comm.world_source(source)
-             : -1;
-}
-
 }  // namespace
 
 void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
@@ -245,51 +238,53 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
   if (!peer.channel_) return;
   const auto limit = peer.channel_->local_limits().max_unexpected_bytes;
   // Paused only as the queue grows, resumed at half the limit or below: so that a limit of 0
-  // (one message at a time) still resumes once the queue is empty.
+  // (one message at a time) still resumes once the queue is empty. A stretched peer
+  // (stretch_paused) pauses at twice the limit and resumes at the limit.
   if (!peer.paused_ && delta > 0 &&
       peer.unexpected_bytes_ >= (peer.stretched_ ? stretched(limit) : limit)) {
     // Backpressure: stop reading this peer (its current read round ends after this frame);
     // TCP flow control, or the full shared ring, then stalls its sender.
-    set_paused(peer, true);
-    if (peer.stretched_ && !peer.warned_stalled_) {
-      peer.warned_stalled_ = true;
+    set_backpressure(peer, true, peer.stretched_);
+    if (peer.stretched_ && !peer.warned_stalled_ && !finalizing_sent_) {
+      peer.warned_stalled_ = true;  // again only once its queue has drained to half the limit
       spdlog::warn(
           "sempi[rank {}]: rank {} has sent more messages that no receive matched than this rank "
           "holds ({} bytes as counted, 256 a message plus its data; twice "
           "SEMPI_MAX_UNEXPECTED_BYTES={}): this rank reads nothing more from rank {} until the "
-          "program receives some of them. A message it waits for behind them would never "
-          "arrive: receive them first, or raise SEMPI_MAX_UNEXPECTED_BYTES for the job "
-          "(sempirun -x)",
+          "program has received half of them. If it waits for a message behind them, that "
+          "wait never ends: receive them first, or raise SEMPI_MAX_UNEXPECTED_BYTES for the "
+          "job (sempirun -x)",
           config_.world_rank, peer.world_rank_, peer.unexpected_bytes_, limit, peer.world_rank_);
     }
+  } else if (peer.paused_ && peer.stretched_ && peer.unexpected_bytes_ > limit / 2 &&
+             peer.unexpected_bytes_ <= limit) {
+    set_backpressure(peer, false, true);
+    kick();  // the poller must watch this channel again
   } else if (peer.unexpected_bytes_ <= limit / 2) {
-    peer.stretched_ = false;
-    if (peer.paused_) {
-      set_paused(peer, false);
-      kick();  // the poller must watch this channel again
-    }
+    peer.warned_stalled_ = false;
+    if (peer.paused_) kick();
+    set_backpressure(peer, false, false);
   }
 }
 
-void Engine::set_paused(Peer& peer, bool paused) {
-  if (peer.paused_ == paused) return;
+void Engine::set_backpressure(Peer& peer, bool paused, bool stretched) {
+  const bool was_candidate = peer.paused_ && !peer.stretched_;
   peer.paused_ = paused;
-  paused_peers_.fetch_add(paused ? 1 : -1, std::memory_order_relaxed);
+  peer.stretched_ = stretched;
+  const bool candidate = paused && !stretched;
+  if (candidate != was_candidate) {
+    stretchable_peers_.fetch_add(candidate ? 1 : -1, std::memory_order_relaxed);
+  }
 }
 
-void Engine::stretch_paused(int peer_hint) {
+void Engine::stretch_paused() {
   std::lock_guard lock(mu_);
   for (auto& peer : peers_) {
-    if (!peer || peer->failed_ || !peer->channel_ || !peer->paused_ || peer->stretched_ ||
-        (peer_hint >= 0 && peer->world_rank_ != peer_hint)) {
-      continue;
-    }
-    peer->stretched_ = true;
+    if (!peer || peer->failed_ || !peer->channel_ || !peer->paused_ || peer->stretched_) continue;
     const auto limit = peer->channel_->local_limits().max_unexpected_bytes;
-    if (peer->unexpected_bytes_ < stretched(limit)) {
-      set_paused(*peer, false);
-      kick();  // a poller asleep must watch this channel again
-    }
+    const bool room = peer->unexpected_bytes_ < stretched(limit);
+    set_backpressure(*peer, !room, true);
+    if (room) kick();  // a poller asleep must watch this channel again
   }
 }
 
@@ -348,7 +343,7 @@ void Engine::flush_peer(Peer& peer) {
 void Engine::fail_peer(Peer& peer, const std::string& reason) {
   if (peer.failed_) return;
   peer.failed_ = true;
-  set_paused(peer, false);  // nothing reads a failed peer: no waiter need look at it
+  set_backpressure(peer, false, false);  // nothing reads a failed peer: no waiter need look
   ++failed_peers_;
   peer.failure_ = reason;
   const std::string who = "rank " + std::to_string(peer.world_rank_);
@@ -935,15 +930,15 @@ void Engine::throw_if_never_satisfied(const CommState& comm, bool collective, in
 }
 
 template <class Find>
-auto Engine::find_after_progress(Find&& find, int peer_hint) -> decltype(find()) {
+auto Engine::find_after_progress(Find&& find) -> decltype(find()) {
   {
     std::lock_guard lock(mu_);
     if (auto found = find()) return found;
   }
+  // A program polling with a nonblocking probe is waiting too.
+  if (stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
-    // A program polling with a nonblocking probe is waiting too.
-    if (paused_peers_.load(std::memory_order_relaxed) != 0) stretch_paused(peer_hint);
     progress(std::chrono::milliseconds(0));
   }
   std::lock_guard lock(mu_);
@@ -965,8 +960,7 @@ auto Engine::wait_for_match(Find&& find) {
 
 std::optional<Status> Engine::iprobe(const CommState& comm, bool collective, int source,
                                      int tag) {
-  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag, false); },
-                             probed_peer(comm, source));
+  return find_after_progress([&] { return find_unexpected(comm, collective, source, tag, false); });
 }
 
 Status Engine::probe(const CommState& comm, bool collective, int source, int tag) {
@@ -1008,8 +1002,7 @@ std::optional<Engine::Probed> Engine::take_unexpected(const CommState& comm, int
 }
 
 std::optional<Engine::Probed> Engine::improbe(const CommState& comm, int source, int tag) {
-  return find_after_progress([&] { return take_unexpected(comm, source, tag, false); },
-                             probed_peer(comm, source));
+  return find_after_progress([&] { return take_unexpected(comm, source, tag, false); });
 }
 
 Engine::Probed Engine::mprobe(const CommState& comm, int source, int tag) {
@@ -1095,12 +1088,11 @@ void Engine::wait_until(Done&& done, int peer_hint, bool stretch) {
   auto spin_until = last_clock + config_.spin;
   std::uint64_t traffic_seen = traffic_.load(std::memory_order_relaxed);
   while (!done()) {
+    // Whether or not this thread gets to drive progress: another may hold the token.
+    if (stretch && stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
     if (progress_token_.try_lock()) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
-      if (stretch && paused_peers_.load(std::memory_order_relaxed) != 0) {
-        stretch_paused(peer_hint);
-      }
       const auto now = std::chrono::steady_clock::now();
       last_clock = now;
       // The spin budget counts from the last data moved, not from the start of the wait: while
@@ -1216,10 +1208,10 @@ bool Engine::fail_unmatchable(const RequestState& request) {
 
 bool Engine::test(const RequestState& request) {
   if (request.done.load(std::memory_order_acquire)) return true;
+  // A program polling with test is waiting too (MPI_Test loops).
+  if (stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
-    // A program polling with test is waiting too (MPI_Test loops).
-    if (paused_peers_.load(std::memory_order_relaxed) != 0) stretch_paused(request.peer_hint);
     progress(std::chrono::milliseconds(0));
   }
   last_activity_ns_ = now_ns();
@@ -1325,7 +1317,7 @@ void Engine::progress(std::chrono::milliseconds max_block) {
       // The peer can send nothing more, so what is left is bounded by the socket buffer: read
       // on (the read ends in the error) instead of polling a hangup nobody reads, which both
       // spins and leaves the loss unnoticed.
-      set_paused(peer, false);
+      set_backpressure(peer, false, peer.stretched_);
     }
     service_peer(peer, (revents & (POLLIN | POLLHUP | POLLERR)) != 0 ||
                            peer.channel_->has_buffered_input());
@@ -1428,6 +1420,12 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       if (peer && peer->channel_ && !peer->failed_) queue_control(*peer, FrameType::finalizing, 0);
     }
     finalizing_sent_ = true;
+    // Nothing will receive what a peer sends from now on: it is read up to the budget only.
+    for (auto& peer : peers_) {
+      if (!peer || !peer->channel_ || peer->failed_ || !peer->stretched_) continue;
+      const auto limit = peer->channel_->local_limits().max_unexpected_bytes;
+      set_backpressure(*peer, peer->paused_ || peer->unexpected_bytes_ >= limit, false);
+    }
     if (config_.audit) {
       drain_freed();
       config_.audit->event("rank.finalize", true);

@@ -40,12 +40,12 @@
 //    with more than ~half the budget / 256 unmatched rendezvous requests or empty messages
 //    from one peer. A program relying on standard sends being buffered (unsafe in MPI terms)
 //    gets up to half the budget of it per peer.
-//  * A paused peer that a thread waits on (a receive, probe or send waiting for it, or for any
-//    source; a test or nonblocking probe polled counts) is read on, up to twice the budget
-//    (stretch_paused): what the waiter needs may be
-//    behind the unmatched messages, and only reading reaches it. Past twice the budget the
-//    peer pauses for good, until the program receives some of them, with one warning naming
-//    SEMPI_MAX_UNEXPECTED_BYTES: a silent stall was all a program got before.
+//  * While the program waits or polls in the library (any wait, test or probe), a paused peer
+//    is read on, up to twice the budget (stretch_paused): what it waits for may be behind the
+//    unmatched messages, and only reading reaches it. Past twice the budget the peer pauses
+//    until the program has received half of them, with a warning naming
+//    SEMPI_MAX_UNEXPECTED_BYTES (a silent stall was all a program got before). The background
+//    thread and finalize keep to the budget itself.
 //
 // Policy (src/policy) and audit (src/audit) hooks
 //  * Every communicator is registered (register_comm) with its rules precompiled for this rank
@@ -391,8 +391,8 @@ class Engine {
     std::string failure_;
     std::uint64_t unexpected_bytes_ = 0;
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
-    bool stretched_ = false;         // a waiter needed it read past the budget, up to twice it
-    bool warned_stalled_ = false;    // paused at twice the budget: said once
+    bool stretched_ = false;         // read past the budget for a waiter, up to twice it
+    bool warned_stalled_ = false;    // paused at twice the budget: said (once a stall)
     std::uint64_t credit_lent_ = 0;  // eager cost sent to it, not yet given back (CREDIT)
     std::uint64_t credit_owed_ = 0;  // eager cost of its messages we no longer hold, unreturned
     std::string violation_;
@@ -453,9 +453,9 @@ class Engine {
   std::optional<Status> find_unexpected(const CommState& comm, bool collective, int source, int tag,
                                         bool blocking);
   // Probing (iprobe, improbe): `find` (an optional; called with mu_ held) now, and again after
-  // one round of progress, which reads on a paused `peer_hint` (-1: any) as a waiter does.
+  // one round of progress (reading paused peers on, as a waiter does).
   template <class Find>
-  auto find_after_progress(Find&& find, int peer_hint) -> decltype(find());
+  auto find_after_progress(Find&& find) -> decltype(find());
   // Blocking probing (probe, mprobe): `find` until it matches; returns what it found.
   template <class Find>
   auto wait_for_match(Find&& find);
@@ -645,15 +645,15 @@ class Engine {
   void render_audit_while_idle(std::size_t max_records);
   /// Waits for done(), driving progress. `peer_hint`: the world rank whose channel will most
   /// likely complete it (-1: unknown); spinning then reads that channel directly.
-  /// `stretch`: a paused peer it may wait on is read on (stretch_paused); not at finalize,
-  /// where nothing will receive what it sent.
+  /// `stretch`: paused peers are read on (stretch_paused); not at finalize, where nothing
+  /// will receive what they sent.
   template <class Done>
   void wait_until(Done&& done, int peer_hint = -1, bool stretch = true);
-  /// Pauses or resumes reading `peer` (backpressure), counted in paused_peers_. Under mu_.
-  void set_paused(Peer& peer, bool paused);
-  /// A waiter for world rank `peer_hint` (-1: any) found a peer paused: reads it on, up to
-  /// twice the unexpected budget. No lock held.
-  void stretch_paused(int peer_hint);
+  /// Sets a peer's backpressure state, keeping stretchable_peers_ in step. Under mu_.
+  void set_backpressure(Peer& peer, bool paused, bool stretched);
+  /// The program waits or polls: every peer paused at the budget is read on, up to twice it.
+  /// No lock held.
+  void stretch_paused();
   void background_loop();
   // Fails every peer whose host has left sent data unacknowledged too long (socket.hpp).
   void fail_unacknowledging_peers();
@@ -762,7 +762,8 @@ class Engine {
 
   transport::UniqueFd wake_fd_;
   std::atomic<int> active_waiters_{0};
-  std::atomic<int> paused_peers_{0};  // peers with paused_ set (set_paused): one load a wait round
+  // Peers paused at the budget, not yet stretched (set_backpressure): one load a wait round.
+  std::atomic<int> stretchable_peers_{0};
   // Nonblocking collectives in flight (add_in_flight); drive_in_flight() advances them.
   std::mutex in_flight_mu_;
   std::vector<std::weak_ptr<RequestState>> in_flight_;
