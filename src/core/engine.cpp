@@ -236,7 +236,7 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
   peer.unexpected_bytes_ = static_cast<std::uint64_t>(
       std::max<std::int64_t>(0, static_cast<std::int64_t>(peer.unexpected_bytes_) + delta));
   if (!peer.channel_) return;
-  const auto limit = peer.channel_->local_limits().max_unexpected_bytes;
+  const auto limit = peer.budget();
   // Paused only as the queue grows, resumed at half the limit or below: so that a limit of 0
   // (one message at a time) still resumes once the queue is empty. A stretched peer
   // (stretch_paused) pauses at twice the limit and resumes at the limit.
@@ -281,7 +281,7 @@ void Engine::stretch_paused() {
   std::lock_guard lock(mu_);
   for (auto& peer : peers_) {
     if (!peer || peer->failed_ || !peer->channel_ || !peer->paused_ || peer->stretched_) continue;
-    const auto limit = peer->channel_->local_limits().max_unexpected_bytes;
+    const auto limit = peer->budget();
     const bool room = peer->unexpected_bytes_ < stretched(limit);
     set_backpressure(*peer, !room, true);
     if (room) kick();  // a poller asleep must watch this channel again
@@ -307,8 +307,7 @@ void Engine::owe_credit(Peer& peer, std::uint64_t cost) {
   peer.credit_owed_ += cost;
   // In batches: one small frame per eighth of the budget, not one per message. Never after our
   // GOODBYE (the peer then accepts nothing but DENY and ABORT): it sends no more after its own.
-  if (!peer.channel_ || goodbye_sent_ ||
-      peer.credit_owed_ < peer.channel_->local_limits().max_unexpected_bytes / 8) {
+  if (!peer.channel_ || goodbye_sent_ || peer.credit_owed_ < peer.budget() / 8) {
     return;
   }
   send_control(peer, FrameType::credit, peer.credit_owed_);
@@ -935,8 +934,7 @@ auto Engine::find_after_progress(Find&& find) -> decltype(find()) {
     std::lock_guard lock(mu_);
     if (auto found = find()) return found;
   }
-  // A program polling with a nonblocking probe is waiting too.
-  if (stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
+  stretch_while_waiting();  // a program polling with a nonblocking probe waits too
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
     progress(std::chrono::milliseconds(0));
@@ -1089,7 +1087,7 @@ void Engine::wait_until(Done&& done, int peer_hint, bool stretch) {
   std::uint64_t traffic_seen = traffic_.load(std::memory_order_relaxed);
   while (!done()) {
     // Whether or not this thread gets to drive progress: another may hold the token.
-    if (stretch && stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
+    if (stretch) stretch_while_waiting();
     if (progress_token_.try_lock()) {
       std::lock_guard token(progress_token_, std::adopt_lock);
       if (done()) break;
@@ -1208,8 +1206,7 @@ bool Engine::fail_unmatchable(const RequestState& request) {
 
 bool Engine::test(const RequestState& request) {
   if (request.done.load(std::memory_order_acquire)) return true;
-  // A program polling with test is waiting too (MPI_Test loops).
-  if (stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
+  stretch_while_waiting();  // a program polling with test waits too (MPI_Test loops)
   if (progress_token_.try_lock()) {
     std::lock_guard token(progress_token_, std::adopt_lock);
     progress(std::chrono::milliseconds(0));
@@ -1423,7 +1420,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     // Nothing will receive what a peer sends from now on: it is read up to the budget only.
     for (auto& peer : peers_) {
       if (!peer || !peer->channel_ || peer->failed_ || !peer->stretched_) continue;
-      const auto limit = peer->channel_->local_limits().max_unexpected_bytes;
+      const auto limit = peer->budget();
       set_backpressure(*peer, peer->paused_ || peer->unexpected_bytes_ >= limit, false);
     }
     if (config_.audit) {

@@ -390,6 +390,10 @@ class Engine {
     bool finalizing_ = false;  // it sent FINALIZING: it starts no new message (no EAGER, RTS)
     std::string failure_;
     std::uint64_t unexpected_bytes_ = 0;
+    // The unexpected budget this rank holds for it (SEMPI_MAX_UNEXPECTED_BYTES); channel_ set.
+    [[nodiscard]] std::uint64_t budget() const {
+      return channel_->local_limits().max_unexpected_bytes;
+    }
     bool paused_ = false;  // backpressure: not reading while over the unexpected budget
     bool stretched_ = false;         // read past the budget for a waiter, up to twice it
     bool warned_stalled_ = false;    // paused at twice the budget: said (once a stall)
@@ -654,6 +658,10 @@ class Engine {
   /// The program waits or polls: every peer paused at the budget is read on, up to twice it.
   /// No lock held.
   void stretch_paused();
+  /// stretch_paused() if some peer is paused at the budget: one relaxed load when none is.
+  void stretch_while_waiting() {
+    if (stretchable_peers_.load(std::memory_order_relaxed) != 0) stretch_paused();
+  }
   void background_loop();
   // Fails every peer whose host has left sent data unacknowledged too long (socket.hpp).
   void fail_unacknowledging_peers();
