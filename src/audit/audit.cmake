@@ -2,8 +2,7 @@
 # Depends on pki (OpenSSL crypto) only, never on transport.
 sempi_module(audit
   SOURCES audit/audit_log.cpp audit/seal.cpp audit/audit_reader.cpp
-  PUBLIC_DEPS sempi::pki nlohmann_json::nlohmann_json
-  PRIVATE_DEPS spdlog::spdlog)
+  PUBLIC_DEPS sempi::pki nlohmann_json::nlohmann_json)
 
 # The runtime and the launcher write audit logs. Linked here, where the target exists, so the
 # core and launch modules need no knowledge of whether audit is built.

@@ -11,8 +11,7 @@
 #include <ctime>
 #include <new>
 
-#include <spdlog/spdlog.h>
-
+#include "common/diagnostics.hpp"
 #include "common/hex.hpp"
 #include "common/utf8.hpp"
 #include "sempi/error.hpp"
@@ -374,9 +373,10 @@ void AuditLog::try_render_pending(std::size_t max) {
 void AuditLog::count_dropped() {
   // Once: a rank that goes on after closing its chain may log much, and one line says it.
   if (dropped_++ == 0) {
-    spdlog::warn("sempi: audit log {} is closed (its chain head is sealed): later records are "
-                 "not written",
-                 path_.string());
+    diagnostics().warn(
+        "sempi: audit log {} is closed (its chain head is sealed): later records are "
+        "not written",
+        path_.string());
   }
 }
 
@@ -447,8 +447,8 @@ void AuditLog::write_buffer() {
       // The log is now incomplete. The chain goes on, and its head says why the file ends
       // early, so that `sempi audit verify` reports lost records, not removed ones. Say it once.
       write_error_ = n < 0 ? std::strerror(errno) : "write returned 0";
-      spdlog::error("sempi: cannot write audit log {}: {} (later records are lost)", path_.string(),
-                    write_error_);
+      diagnostics().error("sempi: cannot write audit log {}: {} (later records are lost)",
+                          path_.string(), write_error_);
     }
   }
   buffered_ = 0;
@@ -475,7 +475,7 @@ ChainHead AuditLog::close() {
     // A failed sync (EIO) may have lost what write() accepted: the head says so too.
     if (::fsync(fd_) != 0 && errno != EINVAL && write_error_.empty()) {
       write_error_ = std::string("fsync: ") + std::strerror(errno);
-      spdlog::error("sempi: cannot sync audit log {}: {}", path_.string(), write_error_);
+      diagnostics().error("sempi: cannot sync audit log {}: {}", path_.string(), write_error_);
     }
     ::close(fd_);
     fd_ = -1;

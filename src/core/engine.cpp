@@ -8,8 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include <spdlog/spdlog.h>
-
+#include "common/diagnostics.hpp"
 #include "common/printable.hpp"
 #include "core/internal_tags.hpp"
 #include "sempi/constants.hpp"
@@ -247,7 +246,7 @@ void Engine::account_unexpected(Peer& peer, std::int64_t delta) {
     set_backpressure(peer, true, peer.stretched_);
     if (peer.stretched_ && !peer.warned_stalled_ && !finalizing_sent_) {
       peer.warned_stalled_ = true;  // again only once its queue has drained to half the limit
-      spdlog::warn(
+      diagnostics().warn(
           "sempi[rank {}]: rank {} has sent more messages that no receive matched than this rank "
           "holds ({} bytes as counted, 256 a message plus its data; twice "
           "SEMPI_MAX_UNEXPECTED_BYTES={}): this rank reads nothing more from rank {} until the "
@@ -349,7 +348,8 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   const std::string message =
       peer.said_goodbye_ ? who + " has finalized" : who + " failed: " + reason;
   if (!peer.said_goodbye_ && abort_reason_.empty()) {
-    spdlog::warn("sempi[rank {}]: connection to {} lost: {}", config_.world_rank, who, reason);
+    diagnostics().warn("sempi[rank {}]: connection to {} lost: {}", config_.world_rank, who,
+                       reason);
     if (audit::AuditLog* log = audit()) log->event("peer.failure", false, reason, {{"peer", peer.world_rank_}});
     // Tell the launcher first, so that if this rank fails as a consequence, the job's exit
     // status names the rank that really failed.
@@ -1484,7 +1484,7 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
     const std::string reason =
         "no confirmation from the launcher, a second or more before the finalize deadline, "
         "that every rank reached finalize";
-    spdlog::warn("sempi[rank {}]: {}", config_.world_rank, reason);
+    diagnostics().warn("sempi[rank {}]: {}", config_.world_rank, reason);
     if (audit::AuditLog* log = audit()) log->event("finalize.timeout", false, reason);
   }
   for (const auto& peer : peers_) {
@@ -1493,7 +1493,8 @@ void Engine::finalize(std::chrono::steady_clock::time_point deadline) {
       continue;
     }
     const std::string reason = "no GOODBYE before the finalize deadline";
-    spdlog::warn("sempi[rank {}]: rank {}: {}", config_.world_rank, peer->world_rank_, reason);
+    diagnostics().warn("sempi[rank {}]: rank {}: {}", config_.world_rank, peer->world_rank_,
+                       reason);
     if (audit::AuditLog* log = audit()) {
       log->event("peer.failure", false, reason, {{"peer", peer->world_rank_}});
     }

@@ -11,7 +11,7 @@
 #include <system_error>
 #include <thread>
 
-#include <spdlog/spdlog.h>
+#include "common/diagnostics.hpp"
 
 namespace sempi::detail {
 namespace {
@@ -94,7 +94,7 @@ std::string HigherRankAcceptor::run(transport::Listener& listener,
   std::list<Handshake> handshakes;
 
   const auto refuse = [&](const std::string& reason) {
-    spdlog::warn("sempi[rank {}]: refused a connection: {}", my_rank, reason);
+    diagnostics().warn("sempi[rank {}]: refused a connection: {}", my_rank, reason);
     audit("connection.refuse", false, -1, reason, nullptr);
   };
 

@@ -17,8 +17,7 @@
 #include <future>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
+#include "common/diagnostics.hpp"
 #include "common/env_number.hpp"
 #include "common/hex.hpp"
 #include "common/printable.hpp"
@@ -178,8 +177,8 @@ JoinedJob join_job(std::chrono::seconds start_timeout) {
       local_dir);
   const std::string my_host = local_dir.empty() ? std::string() : transport::local_host_identity();
   if (!listener.local_failure().empty()) {
-    spdlog::warn("sempi: peers on this host will reach this rank over TCP: {}",
-                 listener.local_failure());
+    diagnostics().warn("sempi: peers on this host will reach this rank over TCP: {}",
+                       listener.local_failure());
   }
 
   nlohmann::json enroll = {{"type", "enroll"},
