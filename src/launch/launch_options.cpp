@@ -1,7 +1,5 @@
 #include "launch/launch_options.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -38,8 +36,8 @@ constexpr const char* kUsage =
     "                       reader has not taken 5 s after that is discarded\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --stdin R|none       the rank that reads sempirun's standard input (default 0);\n"
-    "                       the others read /dev/null. A terminal is read by no rank\n"
-    "                       (redirect from a file or pipe)\n"
+    "                       the others read /dev/null. From a terminal, what is typed\n"
+    "                       while the job is in the foreground\n"
     "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
     "                       this host's cores\n"
     "  --help               print this help\n"
@@ -256,17 +254,6 @@ void prepare_audit_dir(const LaunchOptions& options) {
   if (!options.audit_dir) return;
   require_utf8_audit_dir(std::filesystem::absolute(*options.audit_dir));
   pki::make_private_dir(*options.audit_dir);
-}
-
-void resolve_stdin(LaunchOptions& options) {
-  if (!options.stdin_rank || ::isatty(0) == 0) return;
-  if (options.stdin_given) {
-    throw Error(ErrorClass::config,
-                "--stdin " + std::to_string(*options.stdin_rank) +
-                    ": standard input is a terminal, which a rank cannot read (each runs in a "
-                    "process group of its own); redirect it from a file or a pipe");
-  }
-  options.stdin_rank.reset();
 }
 
 void resolve_start_timeout(LaunchOptions& options) {

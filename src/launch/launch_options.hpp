@@ -77,12 +77,6 @@ void require_utf8_audit_dir(const std::filesystem::path& dir);
 /// seconds, as the ranks would.
 void resolve_start_timeout(LaunchOptions& options);
 
-/// Settles options.stdin_rank against sempirun's standard input. A terminal is given to no
-/// rank: each rank leads a process group of its own, which the terminal would stop (SIGTTIN)
-/// as it read. Without --stdin, every rank then reads /dev/null; with it, throws
-/// sempi::Error(config) saying to redirect the input from a file or a pipe.
-void resolve_stdin(LaunchOptions& options);
-
 /// Usage text for --help.
 const char* launch_usage() noexcept;
 

@@ -36,6 +36,7 @@
 #include "launch/output_writer.hpp"
 #include "launch/program_path.hpp"
 #include "launch/rank_process.hpp"
+#include "launch/terminal_input.hpp"
 #include "pki/job_ca.hpp"
 #include "pki/job_id.hpp"
 #include "pki/pem_files.hpp"
@@ -380,6 +381,8 @@ class Launcher::Job {
     const std::vector<std::string> base_env = build_base_env();
     if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
 
+    // A terminal is read here and passed on through a pipe (TerminalInput says why).
+    if (options_.stdin_rank && ::isatty(STDIN_FILENO) != 0) terminal_input_.emplace(STDIN_FILENO);
     // Several ranks share our stdout: pieces without a newline get one, so lines never join.
     const bool terminate = options_.tag_output || options_.size > 1;
     ranks_.reserve(options_.size);
@@ -396,9 +399,13 @@ class Launcher::Job {
                             std::to_string(kRankBootstrapFd));
       request.nofile_limit = nofile;
       request.ignored_signals = signals.inherited_ignored();
-      if (options_.stdin_rank == r) request.stdin_fd = 0;  // resolve_stdin: not a terminal
+      const bool reads_stdin = options_.stdin_rank == r;
+      if (reads_stdin) {
+        request.stdin_fd = terminal_input_ ? terminal_input_->rank_end() : STDIN_FILENO;
+      }
       try {
         auto process = RankProcess::spawn(request);
+        if (reads_stdin && terminal_input_) terminal_input_->rank_started();
         ForwarderOptions fwd{options_.tag_output ? rank_tag(r) : std::string(), terminate};
         ranks_.push_back(
             std::make_unique<Rank>(std::move(process), fwd, out, stdout_line_, err, *stderr_line_));
@@ -619,7 +626,7 @@ class Launcher::Job {
 
   // --- event loop ---------------------------------------------------------------------------
 
-  enum class Source { signals, bootstrap, out, err };
+  enum class Source { signals, bootstrap, out, err, input };
   struct Watch {
     Source source;
     std::uint32_t rank;
@@ -645,6 +652,17 @@ class Launcher::Job {
       watches.clear();
       fds.push_back({signals.fd(), POLLIN, 0});
       watches.push_back({Source::signals, 0});
+      if (terminal_input_) {
+        // Once the job ends, or the rank that reads is gone, typing stays with the shell.
+        const std::uint32_t reader = *options_.stdin_rank;
+        if (exit_status_ || reader >= ranks_.size() || !ranks_[reader]->running) {
+          terminal_input_->close();
+        }
+        if (const auto watch = terminal_input_->watch()) {
+          fds.push_back(*watch);
+          watches.push_back({Source::input, 0});
+        }
+      }
       // Our reader is behind: leave the ranks' output in their pipes until it catches up (the
       // writer wakes us then), so the ranks wait in their writes instead of our memory growing.
       const bool hold_output = output_congested();
@@ -691,6 +709,9 @@ class Launcher::Job {
               // Asked again before each read: the queue may have filled in this round.
               if (output_congested()) break;
               read_output(w.rank, w.source == Source::out, false);
+              break;
+            case Source::input:
+              terminal_input_->on_ready();
               break;
           }
         }
@@ -1382,6 +1403,7 @@ class Launcher::Job {
   const std::chrono::seconds validity_;
   std::optional<JobSocketDir> socket_dir_;  // removed when the launcher is (the job ended)
   std::optional<Enrollment> enrollment_;
+  std::optional<TerminalInput> terminal_input_;  // sempirun's stdin is a terminal
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<pid_t, std::uint32_t> pid_to_rank_;
   SignalPipe* signals_ = nullptr;   // set for the duration of run()

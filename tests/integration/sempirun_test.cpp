@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -61,6 +62,7 @@ struct RunResult {
   std::string err;
   Clock::duration elapsed{};
   bool core_dumped = false;  // killed by a signal, and the kernel wrote a core dump
+  int terminal_unread = -1;  // bytes typed at the terminal (ProcessSetup) that nobody read
 };
 
 struct RunOptions {
@@ -83,10 +85,52 @@ struct ProcessSetup {
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
   bool own_process_group = false;    // a job of its own, as a shell with job control starts it
   // sempirun's stdin: /dev/null by default, else a pipe holding this text (then closed), or
-  // a terminal (a pseudo-terminal's slave side).
+  // a terminal (a pseudo-terminal's slave side) at which `typed` is typed.
   std::optional<std::string> stdin_text{};
-  bool stdin_terminal = false;
+  enum class Terminal {
+    none,
+    plain,       // a terminal, but not sempirun's controlling one
+    foreground,  // its controlling terminal, sempirun in the foreground (a session of its own)
+    background,  // its controlling terminal, sempirun in a background job of that session
+    // As background, until SIGUSR1 to sempirun's parent (the pid run_sempirun passes on) brings
+    // the job to the foreground, as `fg` does.
+    background_then_foreground,
+  };
+  Terminal stdin_terminal = Terminal::none;
+  std::string typed{};
 };
+
+// In the child: makes `terminal` the controlling terminal of a new session, and for a
+// background kind starts sempirun in a second process group of it while this process, the
+// session's leader and foreground, waits for it (and SIGUSR1) and exits as it did.
+void become_terminal_session(int terminal, ProcessSetup::Terminal kind) {
+  using Terminal = ProcessSetup::Terminal;
+  if (::setsid() < 0 || ::ioctl(terminal, TIOCSCTTY, 0) != 0) ::_exit(127);
+  if (kind == Terminal::foreground) return;
+  sigset_t awaited;
+  sigemptyset(&awaited);
+  sigaddset(&awaited, SIGCHLD);
+  sigaddset(&awaited, SIGUSR1);
+  ::sigprocmask(SIG_BLOCK, &awaited, nullptr);  // sempirun unblocks what it handles
+  const pid_t job = ::fork();
+  if (job < 0) ::_exit(127);
+  if (job == 0) {
+    if (::setpgid(0, 0) != 0) ::_exit(127);
+    return;
+  }
+  ::setpgid(job, job);  // both sides: the group exists before tcsetpgrp needs it
+  if (kind == Terminal::background_then_foreground) {
+    int signo = 0;
+    while (::sigwait(&awaited, &signo) == 0 && signo != SIGCHLD) {
+      ::signal(SIGTTOU, SIG_IGN);
+      if (::tcsetpgrp(terminal, job) != 0) ::_exit(126);
+    }
+  }
+  int status = 0;
+  while (::waitpid(job, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -166,7 +210,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     // Within a pipe's capacity: written whole before sempirun starts, then end of file.
     EXPECT_EQ(::write(writer.get(), setup.stdin_text->data(), setup.stdin_text->size()),
               static_cast<ssize_t>(setup.stdin_text->size()));
-  } else if (setup.stdin_terminal) {
+  } else if (setup.stdin_terminal != ProcessSetup::Terminal::none) {
     terminal.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
     const char* slave =
         terminal.valid() && ::grantpt(terminal.get()) == 0 && ::unlockpt(terminal.get()) == 0
@@ -177,6 +221,12 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
       return {};
     }
     stdin_source.reset(::open(slave, O_RDONLY | O_NOCTTY | O_CLOEXEC));
+  }
+  using Terminal = ProcessSetup::Terminal;
+  // Typed ahead: the terminal holds it until it is read, from sempirun's first look at it.
+  if (terminal.valid() && !setup.typed.empty()) {
+    EXPECT_EQ(::write(terminal.get(), setup.typed.data(), setup.typed.size()),
+              static_cast<ssize_t>(setup.typed.size()));
   }
   const auto start = Clock::now();
   const pid_t pid = ::fork();
@@ -191,6 +241,9 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     }
     for (const int sig : setup.ignored_signals) ::signal(sig, SIG_IGN);
     if (setup.own_process_group && ::setpgid(0, 0) != 0) ::_exit(127);
+    if (setup.stdin_terminal != Terminal::none && setup.stdin_terminal != Terminal::plain) {
+      become_terminal_session(0, setup.stdin_terminal);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -250,6 +303,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   result.elapsed = Clock::now() - start;
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.core_dumped = WIFSIGNALED(status) && WCOREDUMP(status);
+  if (terminal.valid()) ::ioctl(stdin_source.get(), FIONREAD, &result.terminal_unread);
   return result;
 }
 
@@ -404,21 +458,64 @@ TEST(Sempirun, StdinGoesToTheRankNamed) {
       << describe(none);
 }
 
-// A rank reading the terminal would be stopped (it leads a process group of its own): none
-// gets it, and asking for it is refused before any rank starts.
-TEST(Sempirun, ATerminalIsGivenToNoRank) {
+// A rank reading the terminal would be stopped (it leads a process group of its own):
+// sempirun reads it and passes on what is typed, to the end of input (Ctrl-D).
+TEST(Sempirun, WhatIsTypedAtTheTerminalGoesToTheStdinRank) {
+  using Terminal = ProcessSetup::Terminal;
   ProcessSetup setup;
-  setup.stdin_terminal = true;
-  // A rank given the terminal would stop: --timeout ends that early.
-  const auto r = run_sempirun(show_stdin({"-n", "2", "--timeout", "20"}), {}, setup);
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: null", "1: null"})) << describe(r);
+  setup.typed = "typed line\n\x04";  // Ctrl-D at the start of a line: end of input
+  for (const auto kind : {Terminal::foreground, Terminal::plain}) {
+    setup.stdin_terminal = kind;
+    // Were the terminal given to no rank, or the rank stopped, --timeout would end it.
+    const auto r = run_sempirun(show_stdin({"-n", "2", "--timeout", "20"}), {}, setup);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: typed line ", "1: null"}))
+        << describe(r);
+    EXPECT_EQ(r.terminal_unread, 0);
+  }
 
-  const auto asked =
-      run_sempirun(show_stdin({"-n", "2", "--timeout", "20", "--stdin", "0"}), {}, setup);
-  EXPECT_EQ(asked.status, 2) << describe(asked);
-  EXPECT_EQ(asked.out, "");
-  EXPECT_NE(asked.err.find("standard input is a terminal"), std::string::npos) << describe(asked);
+  setup.stdin_terminal = Terminal::foreground;
+  const auto named =
+      run_sempirun(show_stdin({"-n", "3", "--timeout", "20", "--stdin", "1"}), {}, setup);
+  ASSERT_EQ(named.status, 0) << describe(named);
+  EXPECT_EQ(lines_set(named.out),
+            (std::multiset<std::string>{"0: null", "1: typed line ", "2: null"}))
+      << describe(named);
+}
+
+// A background job must not read the terminal (it would be stopped), nor spin on it: what is
+// typed stays there for the shell, and the job runs to its end.
+TEST(Sempirun, InTheBackgroundTheTerminalIsLeftAlone) {
+  ProcessSetup setup;
+  setup.stdin_terminal = ProcessSetup::Terminal::background;
+  setup.typed = "for the shell\n";
+  const auto r = run_sempirun(
+      {"-n", "2", "--timeout", "20", "sh", "-c", "echo \"$SEMPI_RANK: done\""}, {}, setup);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: done", "1: done"})) << describe(r);
+  EXPECT_EQ(r.terminal_unread, static_cast<int>(setup.typed.size()));
+}
+
+// Started in the background, the job reads nothing until it is in the foreground; then what was
+// typed reaches its rank (without a signal to tell sempirun: within a second).
+TEST(Sempirun, ABackgroundJobReadsTheTerminalOnceInTheForeground) {
+  ProcessSetup setup;
+  setup.stdin_terminal = ProcessSetup::Terminal::background_then_foreground;
+  setup.typed = "typed line\n\x04";
+  bool moved = false;
+  const auto r = run_sempirun(show_stdin({"-n", "2", "--timeout", "20"}),
+                              with_output([&moved](pid_t session_leader, const std::string& out) {
+                                // Rank 1 runs: so has sempirun's event loop, in the background.
+                                if (!moved && contains(out, "1: null")) {
+                                  moved = true;
+                                  ::kill(session_leader, SIGUSR1);
+                                }
+                              }),
+                              setup);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(moved);
+  EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: typed line ", "1: null"}))
+      << describe(r);
 }
 
 TEST(Sempirun, ArgumentsPassUntouched) {

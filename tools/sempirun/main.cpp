@@ -52,7 +52,6 @@ int main(int argc, char** argv) {
   try {
     policy = load_policy(parsed.options);
     resolve_start_timeout(parsed.options);
-    resolve_stdin(parsed.options);
     prepare_audit_dir(parsed.options);
   } catch (const std::exception& e) {
     // A policy error quotes the file's names and bytes: escaped for the terminal.
