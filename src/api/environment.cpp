@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <thread>
 
 #include "common/hex.hpp"
@@ -38,6 +39,10 @@ bool Environment::initialized() noexcept { return g_initialized.load(); }
 bool Environment::finalized() noexcept { return g_finalized.load(); }
 
 void Environment::abort(int code, const std::string& reason) {
+  // What the program printed so far goes out first: _Exit flushes nothing, and the launcher's
+  // teardown may end this process before it returns (a partial line, a redirected stdout).
+  std::cout.flush();
+  std::fflush(nullptr);
   std::fprintf(stderr, "sempi: abort (code %d)%s%s\n", code, reason.empty() ? "" : ": ",
                reason.c_str());
   std::fflush(stderr);

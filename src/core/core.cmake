@@ -5,5 +5,5 @@ sempi_module(core
   PUBLIC_DEPS sempi::transport sempi::launch_protocol sempi::policy)
 
 target_sources(sempi PRIVATE api/communicator.cpp api/message.cpp api/request.cpp
-                             api/environment.cpp)
+                             api/environment.cpp api/rank_stdout.cpp)
 target_link_libraries(sempi PRIVATE sempi::core)

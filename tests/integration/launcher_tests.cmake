@@ -14,5 +14,6 @@ target_link_libraries(enroll_probe PRIVATE sempi::launch_protocol sempi::pki sem
 sempi_test(sempirun_test SOURCES sempirun_test.cpp LIBS sempi::policy sempi::transport TIMEOUT 240)
 target_compile_definitions(sempirun_test PRIVATE
   SEMPIRUN_PATH="$<TARGET_FILE:sempirun>"
-  ENROLL_PROBE_PATH="$<TARGET_FILE:enroll_probe>")
-add_dependencies(sempirun_test sempirun enroll_probe)
+  ENROLL_PROBE_PATH="$<TARGET_FILE:enroll_probe>"
+  P2P_CHECK_PATH="$<TARGET_FILE:p2p_check>")
+add_dependencies(sempirun_test sempirun enroll_probe p2p_check)

@@ -44,6 +44,9 @@
 #ifndef ENROLL_PROBE_PATH
 #error "ENROLL_PROBE_PATH must be defined by the build"
 #endif
+#ifndef P2P_CHECK_PATH
+#error "P2P_CHECK_PATH must be defined by the build"
+#endif
 
 namespace {
 
@@ -516,6 +519,22 @@ TEST(Sempirun, ABackgroundJobReadsTheTerminalOnceInTheForeground) {
   EXPECT_TRUE(moved);
   EXPECT_EQ(lines_set(r.out), (std::multiset<std::string>{"0: typed line ", "1: null"}))
       << describe(r);
+}
+
+// A rank's stdout is line-buffered, as under mpirun (which gives ranks a terminal): a line
+// printed without a flush arrives while the rank runs, not when it exits.
+TEST(Sempirun, ARanksLinesArriveAsItPrintsThem) {
+  bool signalled = false;
+  const auto r = run_sempirun(
+      {"-n", "2", "--timeout", "60", P2P_CHECK_PATH, "progressline"},
+      with_output([&signalled](pid_t sempirun, const std::string& out) {
+        if (!signalled && contains(out, "rank 0 progress") && contains(out, "rank 1 progress")) {
+          signalled = true;
+          ::kill(sempirun, SIGUSR1);  // forwarded to the ranks
+        }
+      }));
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(signalled) << describe(r);
 }
 
 TEST(Sempirun, ArgumentsPassUntouched) {

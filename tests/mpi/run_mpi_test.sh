@@ -31,6 +31,10 @@ case "$(basename "$program")" in
       echo "expected the abort message to name MPI_ERR_RANK" >&2
       exit 1
     fi
+    if ! grep -q "about to send to an invalid rank" <<< "$output"; then
+      echo "expected what the rank printed before it aborted (not flushed) to survive" >&2
+      exit 1
+    fi
     exit 0
     ;;
 esac

@@ -760,6 +760,14 @@ int main(int argc, char** argv) {
       for (;;) ::pause();
     }
   }
+  // "progressline": SIGUSR1 (which sempirun forwards) is blocked before sempi starts threads
+  // that would inherit it unblocked, so only the sigtimedwait below takes it.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  if (argc > 1 && std::string_view(argv[1]) == "progressline") {
+    ::pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  }
   // A configuration error at start-up is reported and ends the rank with status 2.
   std::optional<sempi::Environment> env;
   try {
@@ -773,6 +781,13 @@ int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "all";
   if (scenario == "exit3" || scenario == "sigkill" || scenario == "hang" || scenario == "abort7") {
     victim_scenario(world, scenario);
+  }
+  if (scenario == "progressline") {
+    // Printed without a flush: it reaches sempirun's reader only if stdout is line-buffered.
+    // The test sends SIGUSR1 once it has read every rank's line; status 5 if it never does.
+    std::printf("rank %d progress\n", g_rank);
+    const timespec limit{30, 0};
+    return ::sigtimedwait(&usr1, nullptr, &limit) == SIGUSR1 ? 0 : 5;
   }
   if (scenario == "lostlink") {
     lost_link(world, argc > 2 ? argv[2] : ".");
