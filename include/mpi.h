@@ -382,6 +382,12 @@ int sempi_mpi_comm_null_delete_fn(MPI_Comm comm, int comm_keyval, void *attribut
 #define MPI_COMM_NULL_COPY_FN sempi_mpi_comm_null_copy_fn
 #define MPI_COMM_DUP_FN sempi_mpi_comm_dup_fn
 #define MPI_COMM_NULL_DELETE_FN sempi_mpi_comm_null_delete_fn
+/* The MPI-1 names of the same (MPI 3.1 section 15.2, deprecated since MPI-2.0). */
+typedef MPI_Comm_copy_attr_function MPI_Copy_function;
+typedef MPI_Comm_delete_attr_function MPI_Delete_function;
+#define MPI_NULL_COPY_FN sempi_mpi_comm_null_copy_fn
+#define MPI_DUP_FN sempi_mpi_comm_dup_fn
+#define MPI_NULL_DELETE_FN sempi_mpi_comm_null_delete_fn
 
 /* ---- environment -------------------------------------------------------------------------- */
 int MPI_Init(int *argc, char ***argv);
@@ -570,6 +576,22 @@ int MPI_Comm_free_keyval(int *comm_keyval);
 int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+/* MPI-1 attribute calls (MPI 3.1 section 15.2): the MPI_Comm_* calls above under their old
+ * names, for programs written before MPI-2. Deprecated, as in MPI 3.1 and Open MPI. */
+#if defined(__GNUC__)
+#define SEMPI_MPI_DEPRECATED(replacement) \
+  __attribute__((__deprecated__("deprecated since MPI-2.0; use " replacement " instead")))
+#else
+#define SEMPI_MPI_DEPRECATED(replacement)
+#endif
+int MPI_Keyval_create(MPI_Copy_function* copy_fn, MPI_Delete_function* delete_fn, int* keyval,
+                      void* extra_state) SEMPI_MPI_DEPRECATED("MPI_Comm_create_keyval");
+int MPI_Keyval_free(int* keyval) SEMPI_MPI_DEPRECATED("MPI_Comm_free_keyval");
+int MPI_Attr_put(MPI_Comm comm, int keyval, void* attribute_val)
+    SEMPI_MPI_DEPRECATED("MPI_Comm_set_attr");
+int MPI_Attr_get(MPI_Comm comm, int keyval, void* attribute_val, int* flag)
+    SEMPI_MPI_DEPRECATED("MPI_Comm_get_attr");
+int MPI_Attr_delete(MPI_Comm comm, int keyval) SEMPI_MPI_DEPRECATED("MPI_Comm_delete_attr");
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);

@@ -98,35 +98,10 @@ void delete_attributes(MPI_Comm comm) {
   std::rethrow_exception(first_failure);
 }
 
-}  // namespace sempi::mpi
-
-using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
-
-extern "C" {
-
-int sempi_mpi_comm_null_copy_fn(MPI_Comm /*oldcomm*/, int /*comm_keyval*/, void* /*extra_state*/,
-                                void* /*attribute_val_in*/, void* /*attribute_val_out*/,
-                                int* flag) {
-  *flag = 0;
-  return MPI_SUCCESS;
-}
-
-int sempi_mpi_comm_dup_fn(MPI_Comm /*oldcomm*/, int /*comm_keyval*/, void* /*extra_state*/,
-                          void* attribute_val_in, void* attribute_val_out, int* flag) {
-  std::memcpy(attribute_val_out, &attribute_val_in, sizeof attribute_val_in);  // a void**
-  *flag = 1;
-  return MPI_SUCCESS;
-}
-
-int sempi_mpi_comm_null_delete_fn(MPI_Comm /*comm*/, int /*comm_keyval*/,
-                                  void* /*attribute_val*/, void* /*extra_state*/) {
-  return MPI_SUCCESS;
-}
-
-int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
-                           MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
-                           void* extra_state) {
-  return guarded(MPI_COMM_WORLD, "MPI_Comm_create_keyval", [&] {
+int create_keyval(const char* function, MPI_Comm_copy_attr_function* comm_copy_attr_fn,
+                  MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
+                  void* extra_state) {
+  return guarded(MPI_COMM_WORLD, function, [&] {
     require_output(comm_keyval, "comm_keyval");
     auto key = std::make_shared<Keyval>();
     key->copy = comm_copy_attr_fn;
@@ -139,8 +114,8 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
   });
 }
 
-int MPI_Comm_free_keyval(int* comm_keyval) {
-  return guarded(MPI_COMM_WORLD, "MPI_Comm_free_keyval", [&] {
+int free_keyval(const char* function, int* comm_keyval) {
+  return guarded(MPI_COMM_WORLD, function, [&] {
     require_output(comm_keyval, "comm_keyval");
     keyval_of(*comm_keyval);
     std::lock_guard lock(g_keyvals.mu);
@@ -149,8 +124,8 @@ int MPI_Comm_free_keyval(int* comm_keyval) {
   });
 }
 
-int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
-  return guarded(comm, "MPI_Comm_set_attr", [&] {
+int set_attr(const char* function, MPI_Comm comm, int comm_keyval, void* attribute_val) {
+  return guarded(comm, function, [&] {
     auto& h = comm_handle(comm);
     auto key = keyval_of(comm_keyval);
     // Replacing a value deletes the old one first, callback included (MPI 3.1 section 6.7.2).
@@ -175,8 +150,8 @@ int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
   });
 }
 
-int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
-  return guarded(comm, "MPI_Comm_get_attr", [&] {
+int get_attr(const char* function, MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
+  return guarded(comm, function, [&] {
     require_output(attribute_val, "attribute_val");
     require_output(flag, "flag");
     auto& h = comm_handle(comm);
@@ -198,8 +173,8 @@ int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* 
   });
 }
 
-int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
-  return guarded(comm, "MPI_Comm_delete_attr", [&] {
+int delete_attr(const char* function, MPI_Comm comm, int comm_keyval) {
+  return guarded(comm, function, [&] {
     auto& h = comm_handle(comm);
     // Found by the attribute's own key, not the registry: a freed keyval still deletes what it
     // cached (MPI 3.1 section 6.7.2).
@@ -227,6 +202,54 @@ int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
       throw;
     }
   });
+}
+
+}  // namespace sempi::mpi
+
+using namespace sempi::mpi;  // NOLINT(google-build-using-namespace): this file implements it
+
+extern "C" {
+
+int sempi_mpi_comm_null_copy_fn(MPI_Comm /*oldcomm*/, int /*comm_keyval*/, void* /*extra_state*/,
+                                void* /*attribute_val_in*/, void* /*attribute_val_out*/,
+                                int* flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int sempi_mpi_comm_dup_fn(MPI_Comm /*oldcomm*/, int /*comm_keyval*/, void* /*extra_state*/,
+                          void* attribute_val_in, void* attribute_val_out, int* flag) {
+  std::memcpy(attribute_val_out, &attribute_val_in, sizeof attribute_val_in);  // a void**
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int sempi_mpi_comm_null_delete_fn(MPI_Comm /*comm*/, int /*comm_keyval*/, void* /*attribute_val*/,
+                                  void* /*extra_state*/) {
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function* comm_delete_attr_fn, int* comm_keyval,
+                           void* extra_state) {
+  return create_keyval("MPI_Comm_create_keyval", comm_copy_attr_fn, comm_delete_attr_fn,
+                       comm_keyval, extra_state);
+}
+
+int MPI_Comm_free_keyval(int* comm_keyval) {
+  return free_keyval("MPI_Comm_free_keyval", comm_keyval);
+}
+
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
+  return set_attr("MPI_Comm_set_attr", comm, comm_keyval, attribute_val);
+}
+
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
+  return get_attr("MPI_Comm_get_attr", comm, comm_keyval, attribute_val, flag);
+}
+
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
+  return delete_attr("MPI_Comm_delete_attr", comm, comm_keyval);
 }
 
 }  // extern "C"

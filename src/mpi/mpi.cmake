@@ -8,7 +8,7 @@ target_sources(sempi_mpi PRIVATE
   mpi/matched_probe.cpp mpi/errhandler.cpp mpi/request_status.cpp mpi/cart_sub.cpp
   mpi/alltoallw.cpp mpi/datatype_large_counts.cpp
   mpi/handle_conversion.cpp mpi/info_queries.cpp mpi/status_setters.cpp
-  mpi/error_classes.cpp mpi/datatype_envelope.cpp)
+  mpi/error_classes.cpp mpi/datatype_envelope.cpp mpi/attr_mpi1.cpp)
 target_sources(sempi_mpi PRIVATE mpi/abi_guard.cpp)
 add_library(sempi::sempi_mpi ALIAS sempi_mpi)
 # The ABI of the predefined handles (see abi_guard.cpp): 1 since communicators carry attributes

@@ -345,6 +345,15 @@ void copy_attributes(MPI_Comm from, MPI_Comm to);
 /// (MPI_Comm_free, MPI_Finalize). Throws (the callback's code) if a callback fails.
 void delete_attributes(MPI_Comm comm);
 
+// The attribute calls, reporting errors under `function`: the MPI_Comm_* names and the MPI-1
+// names of MPI 3.1 section 15.2 (MPI_Keyval_create, MPI_Attr_put, ...) share them.
+int create_keyval(const char* function, MPI_Comm_copy_attr_function* copy_fn,
+                  MPI_Comm_delete_attr_function* delete_fn, int* keyval, void* extra_state);
+int free_keyval(const char* function, int* keyval);
+int set_attr(const char* function, MPI_Comm comm, int keyval, void* attribute_val);
+int get_attr(const char* function, MPI_Comm comm, int keyval, void* attribute_val, int* flag);
+int delete_attr(const char* function, MPI_Comm comm, int keyval);
+
 /// Completes freed-but-active requests that have finished (MPI_Request_free).
 void reap_detached();
 /// MPI_Finalize, before the runtime goes: cancels freed receives that never matched (they
