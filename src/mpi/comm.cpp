@@ -181,6 +181,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
       } catch (...) {  // the copy callback's error is the one to report
       }
       delete dup;
+      *newcomm = MPI_COMM_NULL;  // as Open MPI leaves it: no handle to mistake for the copy
       throw;
     }
     *newcomm = dup;

@@ -128,8 +128,9 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &refuses));
   CHECK_MPI(MPI_Comm_set_attr(refuses, failing_key, &values[0]));
   CHECK_MPI(MPI_Comm_set_errhandler(refuses, MPI_ERRORS_RETURN));
-  MPI_Comm never = MPI_COMM_NULL;
+  MPI_Comm never = MPI_COMM_SELF; /* a failed dup leaves no handle to mistake for a copy */
   CHECK(error_class_of(MPI_Comm_dup(refuses, &never)) == MPI_ERR_OTHER);
+  CHECK(never == MPI_COMM_NULL);
   CHECK_MPI(MPI_Comm_free(&refuses));
   CHECK_MPI(MPI_Comm_free_keyval(&failing_key));
 
