@@ -76,8 +76,17 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     if (end == std::string::npos) break;
     start = end + 1;
   }
+  // Then the working directory, as mpirun does (`mpirun -np 4 a.out`): last, so that a file
+  // where the job starts never shadows a program of the PATH.
+  if (found_but == ENOENT) {
+    std::string here = "./" + program;
+    const int error = executable(here, exists);
+    if (error == 0) return here;
+    if (exists && error != EISDIR) found_but = error;
+  }
   cannot_find(program, found_but,
-              found_but == ENOENT ? " (not found in the ranks' PATH)" : std::string());
+              found_but == ENOENT ? " (not found in the ranks' PATH nor in the working directory)"
+                                  : std::string());
 }
 
 }  // namespace sempi::launch

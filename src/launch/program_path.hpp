@@ -1,7 +1,7 @@
 #pragma once
 // Finding the program a rank runs, as a shell would, before the launcher forks: in the PATH of
-// the rank's own environment (so `sempirun -x PATH=...` decides, as with Open MPI), and with a
-// shell's exit status when it cannot be run.
+// the rank's own environment (so `sempirun -x PATH=...` decides, as with Open MPI), then in the
+// working directory (as mpirun), and with a shell's exit status when it cannot be run.
 
 #include <cerrno>
 #include <string>
@@ -30,7 +30,8 @@ inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as 
 
 /// The file `program` names: itself if it contains a slash, else the first executable regular
 /// file of that name in the PATH of `env` ("NAME=VALUE" entries, the first PATH; without one,
-/// the system's default, as execvp uses). An empty PATH entry is the working directory.
+/// the system's default, as execvp uses). An empty PATH entry is the working directory; not
+/// found in the PATH, it is looked for there too, as mpirun does ("./PROGRAM").
 /// Directories and what cannot be looked at are skipped. Throws CannotExecute: ENOENT if
 /// nothing of that name is found, EACCES if only files that cannot be executed are; for a path
 /// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,

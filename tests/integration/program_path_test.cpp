@@ -69,6 +69,25 @@ TEST(ProgramPath, AnEmptyEntryIsTheWorkingDirectory) {
   EXPECT_EQ(found, "./prog");
 }
 
+// `mpirun -np 4 a.out` runs ./a.out; a program of that name in the PATH comes first.
+TEST(ProgramPath, NotInThePathTheWorkingDirectoryIsTried) {
+  TempDir dir;
+  make_file(dir.path() / "prog", 0755);
+  make_file(dir.path() / "bin" / "prog", 0755);
+  make_file(dir.path() / "data", 0644);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  std::string here;
+  std::string from_path;
+  EXPECT_NO_THROW(here = find_program("prog", {"PATH=/nonexistent"}));
+  EXPECT_NO_THROW(from_path = find_program("prog", {"PATH=" + (dir.path() / "bin").string()}));
+  const auto not_a_program = failure("data", {"PATH=/nonexistent"});
+  fs::current_path(before);
+  EXPECT_EQ(here, "./prog");
+  EXPECT_EQ(from_path, (dir.path() / "bin" / "prog").string());
+  EXPECT_EQ(not_a_program.shell_status(), kExitNotExecutable);
+}
+
 TEST(ProgramPath, WithoutPathTheSystemDefaultIsSearched) {
   EXPECT_TRUE(find_program("sh", {"HOME=/"}).ends_with("/sh"));
 }
@@ -79,7 +98,8 @@ TEST(ProgramPath, NothingFoundIs127AndOnlyFilesThatCannotRunAre126) {
   EXPECT_EQ(none.error(), ENOENT);
   EXPECT_EQ(none.shell_status(), kExitNotFound);
   EXPECT_STREQ(none.what(),
-               "cannot execute prog: No such file or directory (not found in the ranks' PATH)");
+               "cannot execute prog: No such file or directory (not found in the ranks' PATH "
+               "nor in the working directory)");
 
   fs::create_directories(dir.path() / "prog");  // a directory of that name is not a program
   EXPECT_EQ(failure("prog", {"PATH=" + dir.path().string()}).shell_status(), kExitNotFound);
