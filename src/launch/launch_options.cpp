@@ -40,6 +40,7 @@ constexpr const char* kUsage =
     "                       while the job is in the foreground\n"
     "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
     "                       this host's cores\n"
+    "  --allow-run-as-root  accepted for mpirun's sake: sempirun runs as any user\n"
     "  --help               print this help\n"
     "  --version            print the version\n"
     "  --                   end of options; PROGRAM follows\n"
@@ -210,6 +211,9 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     } else if (flag == "--oversubscribe") {
       // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
       // the core between polls), so scripts written for mpirun may keep it.
+      no_value();
+    } else if (flag == "--allow-run-as-root") {
+      // Open MPI refuses root without it; sempirun runs as whoever starts it (containers).
       no_value();
     } else {
       usage_error("unknown option '" + arg + "'");

@@ -495,8 +495,16 @@ class Launcher::Job {
       require_utf8_audit_dir(audit_dir_);
       audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                        {job.hex(), std::nullopt, /*flush_each=*/true});
-    } catch (...) {
+    } catch (const Error& e) {
       // No log, no job: the key of a job that never ran is not kept.
+      std::error_code ignored;
+      if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
+      if (options_.audit_dir) throw;
+      // Started where it cannot write (a read-only directory, /proc): say where the default is.
+      throw Error(e.error_class(), std::string(e.what()) +
+                                       " (the default audit directory, ./sempi-audit, is in the "
+                                       "working directory; choose another with --audit-dir)");
+    } catch (...) {
       std::error_code ignored;
       if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
       throw;

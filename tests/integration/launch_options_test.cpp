@@ -88,6 +88,8 @@ TEST(LaunchOptions, OpenMpiSpellings) {
   EXPECT_EQ(o.size, 8u);
   EXPECT_EQ(o.program, std::vector<std::string>{"prog"});
   expect_refused({"--oversubscribe=yes", "prog"}, "does not take a value");
+  EXPECT_EQ(run_options({"--allow-run-as-root", "-n", "2", "prog"}).size, 2u);
+  expect_refused({"--allow-run-as-root=1", "prog"}, "does not take a value");
   expect_refused({"-c", "2", "--np", "3", "prog"}, "more than once");
   expect_refused({"--np", "0", "prog"}, "--np must be between 1 and 4096");  // named as given
 }

@@ -1154,6 +1154,17 @@ TEST(Sempirun, AuditDirIsCreatedPrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
+// Started where the default ./sempi-audit cannot be made (/proc refuses even root): the error
+// says where the default is and how to choose another.
+TEST(Sempirun, ADefaultAuditDirThatCannotBeMadeNamesTheOption) {
+  ProcessSetup setup;
+  setup.cwd = "/proc";
+  const auto r = run_sempirun({"-n", "1", "true"}, {}, setup);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "sempi-audit")) << describe(r);
+  EXPECT_TRUE(contains(r.err, "choose another with --audit-dir")) << describe(r);
+}
+
 // The default ./sempi-audit/<job> in a shared directory: whoever may write there (here anyone)
 // could rename the job's audit directory and put their own in its place.
 TEST(Sempirun, DefaultAuditDirInADirectoryOthersCanChangeIsRefused) {
