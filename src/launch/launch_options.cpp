@@ -48,19 +48,23 @@ constexpr const char* kUsage =
     "Options stop at the first argument that is not an option: PROGRAM and its arguments are\n"
     "passed to the ranks untouched.\n"
     "\n"
-    "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE and\n"
-    "SEMPI_BOOTSTRAP_FD (which init removes); stdin: see --stdin; stdout and stderr are\n"
-    "forwarded line by line (a line without its newline after 0.2 s).\n"
+    "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE,\n"
+    "SEMPI_LOCAL_DIR and SEMPI_BOOTSTRAP_FD (which init removes), and Open MPI's\n"
+    "OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _NODE_RANK and OMPI_UNIVERSE_SIZE;\n"
+    "stdin: see --stdin; stdout (line-buffered) and stderr are forwarded line by line (a\n"
+    "line without its newline after 0.2 s).\n"
     "\n"
     "exit status:\n"
     "  0        every rank exited 0 (and every rank that joined the job finalized)\n"
     "  1..255   the first failing rank's status (128+N if it was killed by signal N), or the\n"
-    "           code a rank passed to abort; 1 if a rank exited 0 without finalizing\n"
+    "           code a rank passed to abort (1 for a code outside 1..255, 0 included: an\n"
+    "           abort is a failure); 1 if a rank exited 0 without finalizing\n"
     "  2        bad usage, bad policy file, or a rank's process could not be set up\n"
     "  124      --timeout expired, or a rank did not enroll within SEMPI_START_TIMEOUT\n"
     "           seconds (default 300) of the first\n"
     "  126      PROGRAM was found but cannot be executed (as a shell)\n"
-    "  127      PROGRAM was not found (in the ranks' PATH, which -x PATH=... sets)\n"
+    "  127      PROGRAM was not found (in the ranks' PATH, which -x PATH=... sets, nor in\n"
+    "           the working directory)\n"
     "  128+N    sempirun was interrupted by signal N: SIGHUP (129), SIGINT (130), SIGQUIT,\n"
     "           SIGTERM (143), SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO or\n"
     "           SIGPWR end the job in order (a signal ignored when sempirun started, as\n"
@@ -73,9 +77,21 @@ constexpr const char* kUsage =
     "SIGKILL after 2 more seconds.\n";
 
 // Names sempirun sets itself; letting -x override them would misdirect a rank.
-constexpr std::array<std::string_view, 7> kReservedVariables = {
-    "SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",       "SEMPI_SIZE",      "SEMPI_JOB_ID",
-    "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE", "SEMPI_LOCAL_DIR"};
+// Ours, and the names Open MPI's launcher sets, which programs and tools read before MPI_Init
+// (to pick a GPU, or PyTorch's and Horovod's start-up).
+constexpr std::array<std::string_view, 13> kReservedVariables = {"SEMPI_BOOTSTRAP_FD",
+                                                                 "SEMPI_RANK",
+                                                                 "SEMPI_SIZE",
+                                                                 "SEMPI_JOB_ID",
+                                                                 "SEMPI_LOCAL_RANK",
+                                                                 "SEMPI_LOCAL_SIZE",
+                                                                 "SEMPI_LOCAL_DIR",
+                                                                 "OMPI_COMM_WORLD_RANK",
+                                                                 "OMPI_COMM_WORLD_SIZE",
+                                                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                                 "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                                 "OMPI_COMM_WORLD_NODE_RANK",
+                                                                 "OMPI_UNIVERSE_SIZE"};
 
 [[noreturn]] void usage_error(const std::string& message) {
   throw Error(ErrorClass::config, message);
@@ -114,14 +130,18 @@ EnvSetting parse_env_setting(const std::string& text) {
   if (!valid_variable_name(setting.name)) {
     usage_error("-x: invalid environment variable name '" + setting.name + "'");
   }
-  if (std::find(kReservedVariables.begin(), kReservedVariables.end(), setting.name) !=
-      kReservedVariables.end()) {
+  if (is_set_by_sempirun(setting.name)) {
     usage_error("-x " + setting.name + ": this variable is set by sempirun for each rank");
   }
   return setting;
 }
 
 }  // namespace
+
+bool is_set_by_sempirun(std::string_view name) {
+  return std::find(kReservedVariables.begin(), kReservedVariables.end(), name) !=
+         kReservedVariables.end();
+}
 
 ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
   ParsedCommandLine parsed;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launch/bootstrap_protocol.hpp"
@@ -76,6 +77,10 @@ void require_utf8_audit_dir(const std::filesystem::path& dir);
 /// it, else this process's. Throws sempi::Error(config) for a value that is not a number of
 /// seconds, as the ranks would.
 void resolve_start_timeout(LaunchOptions& options);
+
+/// True for a variable sempirun sets in each rank's environment (SEMPI_RANK, ...; and Open
+/// MPI's OMPI_COMM_WORLD_RANK, ...): -x may not set it, and an inherited value is not passed on.
+bool is_set_by_sempirun(std::string_view name);
 
 /// Usage text for --help.
 const char* launch_usage() noexcept;

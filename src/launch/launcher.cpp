@@ -397,6 +397,15 @@ class Launcher::Job {
       request.env.push_back("SEMPI_LOCAL_SIZE=" + std::to_string(options_.size));
       request.env.push_back(std::string(kBootstrapFdVariable) + "=" +
                             std::to_string(kRankBootstrapFd));
+      // Open MPI's names, for what reads them before MPI_Init; one host, so local is world.
+      for (const char* name :
+           {"OMPI_COMM_WORLD_RANK=", "OMPI_COMM_WORLD_LOCAL_RANK=", "OMPI_COMM_WORLD_NODE_RANK="}) {
+        request.env.push_back(name + std::to_string(r));
+      }
+      for (const char* name :
+           {"OMPI_COMM_WORLD_SIZE=", "OMPI_COMM_WORLD_LOCAL_SIZE=", "OMPI_UNIVERSE_SIZE="}) {
+        request.env.push_back(name + std::to_string(options_.size));
+      }
       request.nofile_limit = nofile;
       request.ignored_signals = signals.inherited_ignored();
       const bool reads_stdin = options_.stdin_rank == r;
@@ -602,13 +611,12 @@ class Launcher::Job {
 
   // The environment every rank starts from: ours, minus the variables we set per rank, plus -x.
   std::vector<std::string> build_base_env() const {
-    std::set<std::string> overridden = {"SEMPI_BOOTSTRAP_FD", "SEMPI_RANK",
-                                        "SEMPI_SIZE",         "SEMPI_JOB_ID",
-                                        "SEMPI_LOCAL_RANK",   "SEMPI_LOCAL_SIZE"};
+    std::set<std::string> overridden;
     for (const auto& setting : options_.env) overridden.insert(setting.name);
     std::vector<std::string> env;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      if (overridden.count(variable_name(*e)) == 0) env.emplace_back(*e);
+      const std::string name = variable_name(*e);
+      if (!is_set_by_sempirun(name) && overridden.count(name) == 0) env.emplace_back(*e);
     }
     for (const auto& setting : options_.env) {
       // A later -x for the same name replaces an earlier one.
@@ -622,10 +630,8 @@ class Launcher::Job {
         report("warning: -x " + setting.name + ": not set in this environment; not forwarded");
       }
     }
-    // Ours alone, inherited or not: the launcher accepts sockets only in the directory it made.
-    std::erase_if(env, [](const std::string& entry) {
-      return variable_name(entry) == kLocalDirVariable;
-    });
+    // Ours alone (an inherited one was left out above): the launcher accepts sockets only in
+    // the directory it made.
     if (socket_dir_ && !socket_dir_->path().empty()) {
       env.push_back(std::string(kLocalDirVariable) + "=" + socket_dir_->path().string());
     }

@@ -213,6 +213,7 @@ TEST(LaunchOptions, BadEnvironmentSettings) {
   expect_refused({"-x", "A-B=v", "prog"}, "invalid environment variable name");
   expect_refused({"-x", "SEMPI_RANK=0", "prog"}, "set by sempirun");
   expect_refused({"-x", "SEMPI_BOOTSTRAP_FD", "prog"}, "set by sempirun");
+  expect_refused({"-x", "OMPI_COMM_WORLD_RANK=2", "prog"}, "set by sempirun");
   expect_refused({"-x"}, "-x requires a value");
 }
 

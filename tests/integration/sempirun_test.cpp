@@ -437,6 +437,20 @@ std::multiset<std::string> lines_set(const std::string& text) {
   return {lines.begin(), lines.end()};
 }
 
+// Open MPI's names too, for what reads them before MPI_Init; inherited values do not leak in.
+TEST(Sempirun, RanksSeeOpenMpisVariablesToo) {
+  const auto r = run_sempirun(
+      {"-n", "3", "sh", "-c",
+       "echo \"$SEMPI_RANK: $OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_SIZE "
+       "$OMPI_COMM_WORLD_LOCAL_RANK $OMPI_COMM_WORLD_LOCAL_SIZE $OMPI_COMM_WORLD_NODE_RANK "
+       "$OMPI_UNIVERSE_SIZE\""},
+      with_env({"OMPI_COMM_WORLD_RANK=99", "OMPI_UNIVERSE_SIZE=99"}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(lines_set(r.out),
+            (std::multiset<std::string>{"0: 0 3 0 3 0 3", "1: 1 3 1 3 1 3", "2: 2 3 2 3 2 3"}))
+      << describe(r);
+}
+
 TEST(Sempirun, RankZeroReadsStdinAndTheOthersDevNull) {
   ProcessSetup setup;
   setup.stdin_text = "first line\nsecond\n";
@@ -1065,7 +1079,7 @@ INSTANTIATE_TEST_SUITE_P(
                               127},
                     UsageCase{{"-x", "PATH=/nonexistent", "true"},
                               "cannot execute true: No such file or directory (not found in the "
-                              "ranks' PATH)",
+                              "ranks' PATH nor in the working directory)",
                               127}));
 
 TEST(Sempirun, InvalidPolicyFile) {
