@@ -43,10 +43,14 @@ void Environment::abort(int code, const std::string& reason) {
   // teardown may end this process before it returns (a partial line, a redirected stdout).
   std::cout.flush();
   std::fflush(nullptr);
-  std::fprintf(stderr, "sempi: abort (code %d)%s%s\n", code, reason.empty() ? "" : ": ",
+  auto* runtime = detail::Runtime::current();
+  // Named like the library's other messages: among many ranks' lines, whose abort this is.
+  const std::string who =
+      runtime != nullptr ? "sempi[rank " + std::to_string(runtime->world()->rank) + "]" : "sempi";
+  std::fprintf(stderr, "%s: abort (code %d)%s%s\n", who.c_str(), code, reason.empty() ? "" : ": ",
                reason.c_str());
   std::fflush(stderr);
-  if (auto* runtime = detail::Runtime::current(); runtime != nullptr && !runtime->singleton()) {
+  if (runtime != nullptr && !runtime->singleton()) {
     runtime->engine().request_abort(code, reason);
     // The launcher now tears the job down; leave on our own if it does not within a few seconds.
     std::this_thread::sleep_for(std::chrono::seconds(5));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "common/diagnostics.hpp"
 #include "common/printable.hpp"
@@ -348,8 +349,12 @@ void Engine::fail_peer(Peer& peer, const std::string& reason) {
   const std::string message =
       peer.said_goodbye_ ? who + " has finalized" : who + " failed: " + reason;
   if (!peer.said_goodbye_ && abort_reason_.empty()) {
-    diagnostics().warn("sempi[rank {}]: connection to {} lost: {}", config_.world_rank, who,
-                       reason);
+    if (!std::exchange(reported_lost_peer_, true)) {
+      diagnostics().warn(
+          "sempi[rank {}]: connection to {} lost: {} (later losses are in the "
+          "audit log only)",
+          config_.world_rank, who, reason);
+    }
     if (audit::AuditLog* log = audit()) log->event("peer.failure", false, reason, {{"peer", peer.world_rank_}});
     // Tell the launcher first, so that if this rank fails as a consequence, the job's exit
     // status names the rank that really failed.

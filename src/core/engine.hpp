@@ -760,6 +760,9 @@ class Engine {
   std::atomic<bool> finalize_ok_{false};
   std::string abort_reason_;
   std::atomic<bool> aborted_{false};
+  // (mu_) A lost connection was reported: later ones are audited, not printed. One failure
+  // breaks every rank's connections in turn (N x N lines at N ranks); the first is the lead.
+  bool reported_lost_peer_ = false;
   bool goodbye_sent_ = false;  // (mu_) after GOODBYE a peer accepts only DENY and ABORT from us
   bool finalizing_sent_ = false;  // (mu_) FINALIZING sent: this rank starts no new message
   // Scratch for progress(); only the token holder touches them.

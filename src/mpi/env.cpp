@@ -249,12 +249,11 @@ int raise_code(MPI_Errhandler handler, const char* function, int code,
                const std::string& message) noexcept {
   if (handler != nullptr && handler->user != nullptr) return call_user_errhandler(*handler, code);
   if (handler == nullptr || handler->fatal) {
-    // MPI_ERRORS_ARE_FATAL: say what failed, then take the whole job down.
-    std::fprintf(stderr, "sempi: %s failed: %s: %s\n", function, mpi_class_name(code),
-                 message.c_str());
-    std::fflush(stderr);
+    // MPI_ERRORS_ARE_FATAL: take the whole job down, saying what failed (on one line, which
+    // names the rank, and in the launcher's report and the audit record of the abort).
     try {
-      Environment::abort(code, std::string(function) + ": " + mpi_class_name(code));
+      Environment::abort(code, std::string(function) + " failed: " + mpi_class_name(code) +
+                                   ": " + message);
     } catch (...) {
       std::_Exit(code);
     }

@@ -27,8 +27,10 @@ case "$(basename "$program")" in
       echo "expected the job to abort, got status $status" >&2
       exit 1
     fi
-    if ! grep -q "MPI_ERR_RANK" <<< "$output"; then
-      echo "expected the abort message to name MPI_ERR_RANK" >&2
+    # One line per failing rank, naming the rank, the call and the error class.
+    if ! grep -Eq "sempi\[rank [0-9]+\]: abort \(code [0-9]+\): MPI_Send failed: MPI_ERR_RANK: " \
+        <<< "$output"; then
+      echo "expected the abort message to name the rank, MPI_Send and MPI_ERR_RANK" >&2
       exit 1
     fi
     if ! grep -q "about to send to an invalid rank" <<< "$output"; then
