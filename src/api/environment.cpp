@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "audit/audit_log.hpp"
 #include "common/hex.hpp"
 #include "core/runtime.hpp"
 
@@ -51,6 +52,8 @@ void Environment::abort(int code, const std::string& reason) {
                reason.c_str());
   std::fflush(stderr);
   if (runtime != nullptr && !runtime->singleton()) {
+    // The launcher ends this process as soon as it reads the request: the records so far first.
+    if (audit::AuditLog* log = runtime->engine().audit()) log->flush();
     runtime->engine().request_abort(code, reason);
     // The launcher now tears the job down; leave on our own if it does not within a few seconds.
     std::this_thread::sleep_for(std::chrono::seconds(5));
