@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "launch/blocked_signals.hpp"
 #include "launch/program_path.hpp"
 #include "sempi/error.hpp"
 
@@ -42,23 +43,6 @@ void set_nonblocking(int fd) {
     throw_errno("cannot make a descriptor non-blocking");
   }
 }
-
-// Blocks every signal for the duration of fork(), so no launcher handler runs in the child
-// before it has reset its dispositions.
-class BlockAllSignals {
- public:
-  BlockAllSignals() noexcept {
-    sigset_t all;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &saved_);
-  }
-  ~BlockAllSignals() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
-  BlockAllSignals(const BlockAllSignals&) = delete;
-  BlockAllSignals& operator=(const BlockAllSignals&) = delete;
-
- private:
-  sigset_t saved_{};
-};
 
 // What the child reports through the close-on-exec pipe when it cannot exec.
 struct ChildFailure {
@@ -171,7 +155,9 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
   const pid_t launcher = ::getpid();
   pid_t pid = -1;
   {
-    BlockAllSignals blocked;
+    // Every signal blocked for the duration of fork(), so no launcher handler runs in the
+    // child before it has reset its dispositions.
+    const BlockedSignals blocked(all_signals());
     pid = ::fork();
     if (pid == 0) {
       exec_child(launcher, request.stdin_fd >= 0 ? request.stdin_fd : dev_null.get(),

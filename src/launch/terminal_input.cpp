@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launch/blocked_signals.hpp"
 #include "sempi/error.hpp"
 
 namespace sempi::launch {
@@ -15,28 +16,15 @@ namespace {
 // One read of a terminal in canonical mode returns at most one line, of at most 4095 bytes.
 constexpr std::size_t kReadSize = 4096;
 
-// SIGTTIN blocked while sempirun reads: should the job go to the background between the check
-// and the read, the read fails with EIO instead of the kernel signalling (and, the signal being
-// caught, restarting the read) in a loop.
-class TtinBlocked {
- public:
-  TtinBlocked() {
-    sigset_t ttin;
-    sigemptyset(&ttin);
-    sigaddset(&ttin, SIGTTIN);
-    ::pthread_sigmask(SIG_BLOCK, &ttin, &saved_);
-  }
-  ~TtinBlocked() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
-  TtinBlocked(const TtinBlocked&) = delete;
-  TtinBlocked& operator=(const TtinBlocked&) = delete;
-
- private:
-  sigset_t saved_{};
-};
-
 }  // namespace
 
 TerminalInput::TerminalInput(int terminal) : terminal_(terminal) {
+  // A file description of our own, nonblocking: another reader of the terminal (a pager the
+  // output goes to) may take the input poll() reported, and a blocking read would then hold
+  // the whole launcher until the next key. Setting O_NONBLOCK on fd 0 would change the shell's.
+  own_.reset(::open(("/proc/self/fd/" + std::to_string(terminal)).c_str(),
+                    O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+  if (own_.valid()) terminal_ = own_.get();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(ErrorClass::io,
@@ -74,7 +62,10 @@ void TerminalInput::read_terminal() {
   pending_.resize(kReadSize);
   ssize_t n = 0;
   {
-    const TtinBlocked blocked;
+    // SIGTTIN blocked: should the job go to the background between the check and the read,
+    // the read fails with EIO instead of the kernel signalling (and, the signal being caught,
+    // restarting the read) in a loop.
+    const BlockedSignals blocked(only_signal(SIGTTIN));
     n = ::read(terminal_, pending_.data(), pending_.size());
   }
   if (n > 0) {

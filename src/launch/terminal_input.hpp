@@ -10,7 +10,9 @@
 // under mpirun; sempirun stops reading then, so later typing stays with the shell.
 //
 // A job moved to the foreground (fg) is noticed at the event loop's next wake-up, within a
-// second: SIGCONT is not caught.
+// second: SIGCONT is not caught. What is typed while the job runs in the foreground goes to
+// the rank (as under mpirun), whether it reads it or not: a job that reads no input and whose
+// output goes to a pager (which reads the same terminal) is best run with --stdin none.
 //
 // Thread safety: none; driven by the launcher's event loop.
 
@@ -50,7 +52,8 @@ class TerminalInput {
   void read_terminal();
   void write_pending();
 
-  int terminal_;
+  int terminal_;                  // what is read: own_ if it could be opened
+  transport::UniqueFd own_;        // the terminal opened anew, nonblocking
   transport::UniqueFd to_rank_;   // the pipe's write end, nonblocking
   transport::UniqueFd rank_end_;  // the pipe's read end, until the rank holds it
   std::string pending_;           // read from the terminal, not yet in the pipe
