@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <thread>
 
 #include "audit/audit_log.hpp"
 #include "common/hex.hpp"
@@ -39,11 +38,22 @@ Environment::~Environment() {
 bool Environment::initialized() noexcept { return g_initialized.load(); }
 bool Environment::finalized() noexcept { return g_finalized.load(); }
 
+namespace {
+
+// What the program printed goes out before _Exit, which flushes nothing (a partial line, or
+// everything when stdout is a file). Only if no other thread holds stdout: one blocked in a
+// write to a reader that stopped (a paused pager) must not hold up the abort.
+void flush_program_output() {
+  if (::ftrylockfile(stdout) != 0) return;
+  std::cout.flush();  // synchronised with stdio: into stdout, whose lock this thread holds
+  std::fflush(stdout);
+  ::funlockfile(stdout);
+}
+
+}  // namespace
+
 void Environment::abort(int code, const std::string& reason) {
-  // What the program printed so far goes out first: _Exit flushes nothing, and the launcher's
-  // teardown may end this process before it returns (a partial line, a redirected stdout).
-  std::cout.flush();
-  std::fflush(nullptr);
+  flush_program_output();
   auto* runtime = detail::Runtime::current();
   // Named like the library's other messages: among many ranks' lines, whose abort this is.
   const std::string who =
@@ -52,11 +62,13 @@ void Environment::abort(int code, const std::string& reason) {
                reason.c_str());
   std::fflush(stderr);
   if (runtime != nullptr && !runtime->singleton()) {
-    // The launcher ends this process as soon as it reads the request: the records so far first.
-    if (audit::AuditLog* log = runtime->engine().audit()) log->flush();
-    runtime->engine().request_abort(code, reason);
-    // The launcher now tears the job down; leave on our own if it does not within a few seconds.
-    std::this_thread::sleep_for(std::chrono::seconds(5));
+    auto& engine = runtime->engine();
+    engine.request_abort(code, reason);
+    // The launcher answers a request it acts on with the job's abort notice: leave then, with
+    // the audit log written up to it. Without an answer (the launcher first waits for a lost
+    // peer's exit, to blame the right rank) the teardown ends this process, or we leave.
+    (void)engine.await_abort_notice(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    if (audit::AuditLog* log = engine.audit()) log->flush();
   }
   std::_Exit(code);
 }

@@ -1533,6 +1533,11 @@ void Engine::request_abort(int code, const std::string& reason) {
       bootstrap_fd_, {{"type", "abort"}, {"code", code}, {"reason", reason}}, deadline);
 }
 
+bool Engine::await_abort_notice(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return aborted_.load(); });
+}
+
 std::uint32_t Engine::allocate_context() {
   constexpr std::uint64_t kIndexLimit = std::uint64_t{1} << 31;  // 2 * index + 1 fits 32 bits
   const std::uint64_t n = contexts_allocated_.fetch_add(1);

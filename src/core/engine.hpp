@@ -229,6 +229,9 @@ class Engine {
   void finalize(std::chrono::steady_clock::time_point deadline);
   /// Job abort requested by this rank (MPI_Abort): tells the launcher.
   void request_abort(int code, const std::string& reason);
+  /// Waits until the launcher's abort notice arrived (the background thread reads it), or
+  /// `deadline`; true if it did.
+  bool await_abort_notice(std::chrono::steady_clock::time_point deadline);
 
   /// A context id for a new communicator, chosen by this rank alone and never chosen by any
   /// other rank or call: rank r allocates from its own share of the id space (ids 2k with

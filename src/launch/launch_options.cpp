@@ -74,7 +74,7 @@ constexpr const char* kUsage =
     "SIGUSR1 and SIGUSR2 are passed on to every rank. SIGTSTP (Ctrl-Z), SIGTTIN and SIGTTOU\n"
     "stop the ranks with sempirun; fg or bg continues them all.\n"
     "When a rank fails, the others receive an abort message, then SIGTERM after 2 s and\n"
-    "SIGKILL after 2 more seconds; a rank that calls abort gets SIGTERM at once.\n";
+    "SIGKILL after 2 more seconds (a rank that called abort leaves when its notice comes).\n";
 
 // Names sempirun sets itself; letting -x override them would misdirect a rank.
 // Ours, and the names Open MPI's launcher sets, which programs and tools read before MPI_Init

@@ -1303,10 +1303,6 @@ class Launcher::Job {
   }
 
   void handle_abort(std::uint32_t r, const nlohmann::json& message) {
-    // The rank now only waits to be ended (Environment::abort), its output and audit log
-    // written: end it at once, not after the teardown's grace, so that an abort takes the job
-    // down about as fast as under mpirun.
-    if (ranks_[r]->running) ranks_[r]->process.signal(SIGTERM);
     if (exit_status_) return;
     long long code = 1;
     if (const auto it = message.find("code"); it != message.end() && it->is_number_integer()) {

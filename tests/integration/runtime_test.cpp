@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "support/job_runner.hpp"
@@ -327,6 +329,35 @@ TEST(Failure, AbortWithAReasonThatIsNotUtf8SetsTheExitStatus) {
   EXPECT_NE(result.output.find("rank 2 called abort (code 7): bad "), std::string::npos)
       << result.output;
   EXPECT_LT(result.seconds, 30) << result.output;
+}
+
+// The seconds-of-day timestamp of the first `action` record in an audit log file.
+std::optional<double> record_time(const std::filesystem::path& file, const std::string& action) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"action\":\"" + action + "\"") == std::string::npos) continue;
+    const auto t = line.find('T');  // "@timestamp":"2026-12-07T19:48:57.829765Z"
+    if (t == std::string::npos) return std::nullopt;
+    return std::stod(line.substr(t + 1, 2)) * 3600 + std::stod(line.substr(t + 4, 2)) * 60 +
+           std::stod(line.substr(t + 7, 9));
+  }
+  return std::nullopt;
+}
+
+// A rank that calls abort leaves as soon as the launcher's abort notice reaches it, its audit
+// log written up to the notice: the job ends well within the 2 s the launcher gives ranks that
+// are still working before it sends SIGTERM (until which the aborting rank used to wait).
+TEST(Failure, AnAbortingRankLeavesWhenItsNoticeComes) {
+  const TempDir dir;
+  const auto result = run(3, "abort7", {"--audit-dir", dir.path().string()}, 120s);
+  EXPECT_EQ(result.exit_code, 7) << result.output;
+  const auto teardown = record_time(dir.path() / "launcher.jsonl", "job.teardown");
+  const auto end = record_time(dir.path() / "launcher.jsonl", "job.end");
+  ASSERT_TRUE(teardown && end) << result.output;
+  double took = *end - *teardown;
+  if (took < 0) took += 24 * 3600;  // across midnight
+  EXPECT_LT(took, 1.5) << result.output;
+  EXPECT_TRUE(record_time(dir.path() / "rank-2.jsonl", "job.abort")) << result.output;
 }
 
 TEST(Failure, RankKilledBySigkillEndsTheJob) {
