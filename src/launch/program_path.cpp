@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace sempi::launch {
@@ -36,6 +38,25 @@ int executable(const std::string& file, bool& exists) {
   if (S_ISDIR(st.st_mode)) return EISDIR;
   if (!S_ISREG(st.st_mode)) return EACCES;  // exec refuses devices, FIFOs, sockets
   return ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
+// Why the working directory's `file` could have been put there or changed by another user,
+// or nullopt if it could not: it and its directory must belong to root or to us, and neither
+// may be writable by others (a sticky directory, like /tmp, keeps others' hands off our file).
+std::optional<std::string> placed_by_others(const std::string& file) {
+  struct stat f {};
+  struct stat dir {};
+  if (::stat(file.c_str(), &f) != 0 || ::stat(".", &dir) != 0) {
+    return std::string("it cannot be inspected: ") + std::strerror(errno);
+  }
+  const auto ours = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  if (!ours(f.st_uid)) return "it belongs to uid " + std::to_string(f.st_uid);
+  if ((f.st_mode & (S_IWGRP | S_IWOTH)) != 0) return std::string("others may change it");
+  if (!ours(dir.st_uid)) return "the directory belongs to uid " + std::to_string(dir.st_uid);
+  if ((dir.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dir.st_mode & S_ISVTX) == 0) {
+    return std::string("others may write to the directory");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -77,11 +98,19 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     start = end + 1;
   }
   // Then the working directory, as mpirun does (`mpirun -np 4 a.out`): last, so that a file
-  // where the job starts never shadows a program of the PATH.
+  // where the job starts never shadows a program of the PATH, and only a file no other user
+  // could have planted (a mistyped name in a shared directory must not run their program).
   if (found_but == ENOENT) {
     std::string here = "./" + program;
     const int error = executable(here, exists);
-    if (error == 0) return here;
+    if (error == 0) {
+      if (const auto why = placed_by_others(here)) {
+        cannot_find(program, EACCES,
+                    " (found only as " + here + ", which another user could have put there: " +
+                        *why + "; give " + here + " to run it)");
+      }
+      return here;
+    }
     if (exists && error != EISDIR) found_but = error;
   }
   cannot_find(program, found_but,

@@ -31,7 +31,8 @@ inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as 
 /// The file `program` names: itself if it contains a slash, else the first executable regular
 /// file of that name in the PATH of `env` ("NAME=VALUE" entries, the first PATH; without one,
 /// the system's default, as execvp uses). An empty PATH entry is the working directory; not
-/// found in the PATH, it is looked for there too, as mpirun does ("./PROGRAM").
+/// found in the PATH, it is looked for there too, as mpirun does ("./PROGRAM"), but used only
+/// if no other user could have put or changed it there (EACCES otherwise).
 /// Directories and what cannot be looked at are skipped. Throws CannotExecute: ENOENT if
 /// nothing of that name is found, EACCES if only files that cannot be executed are; for a path
 /// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,

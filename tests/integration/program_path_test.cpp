@@ -88,6 +88,35 @@ TEST(ProgramPath, NotInThePathTheWorkingDirectoryIsTried) {
   EXPECT_EQ(not_a_program.shell_status(), kExitNotExecutable);
 }
 
+// A mistyped name in a shared directory must not run another user's program: the working
+// directory's file is used only if nobody else could have put or changed it there.
+TEST(ProgramPath, TheWorkingDirectorysProgramMustBeOutOfOthersReach) {
+  TempDir dir;
+  make_file(dir.path() / "prog", 0755);
+  make_file(dir.path() / "open", 0757);  // others may change it
+  make_file(dir.path() / "theirs", 0755);
+  ASSERT_EQ(::chown((dir.path() / "theirs").c_str(), 65534, 65534), 0);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  const auto open = failure("open", {"PATH=/nonexistent"});
+  const auto theirs = failure("theirs", {"PATH=/nonexistent"});
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);  // others may write to the directory
+  const auto shared = failure("prog", {"PATH=/nonexistent"});
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);  // sticky, as /tmp: our file stays ours
+  std::string sticky;
+  EXPECT_NO_THROW(sticky = find_program("prog", {"PATH=/nonexistent"}));
+  fs::current_path(before);
+  EXPECT_EQ(sticky, "./prog");
+  EXPECT_EQ(open.shell_status(), kExitNotExecutable);
+  EXPECT_NE(std::string(open.what()).find("others may change it; give ./open to run it"),
+            std::string::npos)
+      << open.what();
+  EXPECT_NE(std::string(theirs.what()).find("it belongs to uid 65534"), std::string::npos)
+      << theirs.what();
+  EXPECT_NE(std::string(shared.what()).find("others may write to the directory"), std::string::npos)
+      << shared.what();
+}
+
 TEST(ProgramPath, WithoutPathTheSystemDefaultIsSearched) {
   EXPECT_TRUE(find_program("sh", {"HOME=/"}).ends_with("/sh"));
 }
