@@ -170,6 +170,9 @@ int MPI_Comm_size(MPI_Comm comm, int* size) {
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
   return guarded(comm, "MPI_Comm_dup", [&] {
     require_output(newcomm, "newcomm");
+    // Whatever fails below, the program finds no handle it could take for the copy (as Open
+    // MPI leaves it).
+    *newcomm = MPI_COMM_NULL;
     auto& h = comm_handle(comm);
     MPI_Comm dup = new_comm_handle(h.comm.dup(), h.errhandler->load());
     dup->cart = h.cart;  // a duplicate keeps the topology
@@ -181,7 +184,6 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
       } catch (...) {  // the copy callback's error is the one to report
       }
       delete dup;
-      *newcomm = MPI_COMM_NULL;  // as Open MPI leaves it: no handle to mistake for the copy
       throw;
     }
     *newcomm = dup;
