@@ -577,8 +577,9 @@ int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
 /* MPI-1 attribute calls (MPI 3.1 section 15.2): the MPI_Comm_* calls above under their old
- * names, for programs written before MPI-2. Deprecated, as in MPI 3.1 and Open MPI. */
-#if defined(__GNUC__)
+ * names, for programs written before MPI-2. Deprecated, as in MPI 3.1 and Open MPI; define
+ * SEMPI_MPI_NO_DEPRECATION to build legacy code under -Werror without the warnings. */
+#if defined(__GNUC__) && !defined(SEMPI_MPI_NO_DEPRECATION)
 #define SEMPI_MPI_DEPRECATED(replacement) \
   __attribute__((__deprecated__("deprecated since MPI-2.0; use " replacement " instead")))
 #else

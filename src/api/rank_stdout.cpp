@@ -5,8 +5,10 @@
 //
 // Set before main (a constructor of this library), since setvbuf must come before any output
 // on the stream; a program that sets its own buffering in main overrides it. Only in a rank
-// started by sempirun, and only while its stdout is still a pipe (not redirected to a file).
+// started by sempirun, and only while its stdout is still a pipe (not redirected to a file);
+// a rank that does not link sempi (a script) keeps its own buffering.
 
+#include <stdio_ext.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +24,8 @@ namespace {
   if (std::getenv(launch::kBootstrapFdVariable) == nullptr) return;
   struct stat st {};
   if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  // Loaded late (dlopen) after output that is still buffered: leave the stream as it is.
+  if (::__fpending(stdout) != 0) return;
   std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
 }
 
