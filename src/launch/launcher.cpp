@@ -505,17 +505,14 @@ class Launcher::Job {
       audit_ = audit::AuditLog::create(audit_dir_ / audit::kLauncherFile,
                                        {job.hex(), std::nullopt, /*flush_each=*/true});
     } catch (const Error& e) {
-      // No log, no job: the key of a job that never ran is not kept.
-      std::error_code ignored;
-      if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
+      forget_audit_key();
       if (options_.audit_dir) throw;
       // Started where it cannot write (a read-only directory, /proc): say where the default is.
       throw Error(e.error_class(), std::string(e.what()) +
                                        " (the default audit directory, ./sempi-audit, is in the "
                                        "working directory; choose another with --audit-dir)");
     } catch (...) {
-      std::error_code ignored;
-      if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
+      forget_audit_key();
       throw;
     }
     heads_.assign(options_.size, std::nullopt);
@@ -538,6 +535,12 @@ class Launcher::Job {
                     "talk to every rank, every operation on every communicator, no message "
                     "audit)");
     }
+  }
+
+  // No log, no job: the key of a job that never ran is not kept.
+  void forget_audit_key() const {
+    std::error_code ignored;
+    if (options_.audit_key_out) std::filesystem::remove(*options_.audit_key_out, ignored);
   }
 
   void audit_event(std::string_view action, bool success, std::string_view reason,
