@@ -1,8 +1,13 @@
 #include "launch/launch_options.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "common/printable.hpp"
@@ -34,6 +39,8 @@ constexpr const char* kUsage =
     "                       lets 'sempi audit verify --public-key' detect a rewritten log\n"
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124. Output a\n"
     "                       reader has not taken 5 s after that is discarded\n"
+    "  --wdir DIR           run the ranks in DIR (also -wdir, -wd), where a relative\n"
+    "                       PROGRAM is found too; PWD names it. Default: this directory\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --stdin R|none       the rank that reads sempirun's standard input (default 0);\n"
     "                       the others read /dev/null. From a terminal, what is typed\n"
@@ -214,6 +221,12 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       if (options.timeout) usage_error("--timeout given more than once");
       options.timeout = std::chrono::seconds(
           parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
+    } else if (flag == "--wdir" || flag == "-wdir" || flag == "-wd" || flag == "--wd") {
+      // Open MPI's four spellings.
+      if (options.working_dir) usage_error(flag + " given more than once");
+      const std::string value = take_value(flag, inline_value);
+      if (value.empty()) usage_error(flag + " requires a directory name");
+      options.working_dir = value;
     } else if (flag == "--tag-output") {
       no_value();
       options.tag_output = true;
@@ -279,6 +292,27 @@ void prepare_audit_dir(const LaunchOptions& options) {
   if (!options.audit_dir) return;
   require_utf8_audit_dir(std::filesystem::absolute(*options.audit_dir));
   pki::make_private_dir(*options.audit_dir);
+}
+
+void resolve_working_dir(LaunchOptions& options) {
+  if (!options.working_dir) return;
+  const std::string given = options.working_dir->string();
+  std::error_code ec;
+  // Normalised as a shell's cd does ("a/../b" is b), so that PWD reads as the user expects.
+  auto absolute = std::filesystem::absolute(*options.working_dir, ec).lexically_normal();
+  if (!absolute.has_filename() && absolute.has_relative_path()) absolute = absolute.parent_path();
+  struct stat st {};
+  if (ec || ::stat(absolute.c_str(), &st) != 0) {
+    throw Error(ErrorClass::config,
+                "--wdir " + given + ": " + (ec ? ec.message() : std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(ENOTDIR));
+  }
+  if (::access(absolute.c_str(), X_OK) != 0) {
+    throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
+  }
+  options.working_dir = absolute;
 }
 
 void resolve_start_timeout(LaunchOptions& options) {

@@ -42,6 +42,9 @@ struct LaunchOptions {
   std::optional<std::filesystem::path> audit_dir;
   std::optional<std::filesystem::path> audit_key_out;  // where to write the seal's public key
   std::optional<std::chrono::seconds> timeout;
+  /// --wdir: the directory the ranks run in (and a relative program is found in); absolute
+  /// once resolve_working_dir has run. nullopt: sempirun's own.
+  std::optional<std::filesystem::path> working_dir;
   bool tag_output = false;
   /// --stdin: the rank that reads sempirun's standard input (nullopt: none); every other rank
   /// reads /dev/null. As in Open MPI, rank 0 unless told otherwise.
@@ -72,6 +75,10 @@ void prepare_audit_dir(const LaunchOptions& options);
 /// Throws sempi::Error(config) unless `dir` is UTF-8: the audit directory goes to the ranks in
 /// their welcome and into the log's records, both JSON, which holds UTF-8 text only.
 void require_utf8_audit_dir(const std::filesystem::path& dir);
+
+/// Makes --wdir absolute (relative to this process's working directory, as mpirun does) and
+/// checks that the ranks can change to it. Throws sempi::Error(config) naming what is wrong.
+void resolve_working_dir(LaunchOptions& options);
 
 /// Sets options.start_timeout to the SEMPI_START_TIMEOUT the ranks will see: the last -x for
 /// it, else this process's. Throws sempi::Error(config) for a value that is not a number of

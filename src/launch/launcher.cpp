@@ -407,6 +407,7 @@ class Launcher::Job {
         request.env.push_back(name + std::to_string(options_.size));
       }
       request.nofile_limit = nofile;
+      if (options_.working_dir) request.working_dir = *options_.working_dir;
       request.ignored_signals = signals.inherited_ignored();
       const bool reads_stdin = options_.stdin_rank == r;
       if (reads_stdin) {
@@ -632,6 +633,11 @@ class Launcher::Job {
       } else {
         report("warning: -x " + setting.name + ": not set in this environment; not forwarded");
       }
+    }
+    // The shell's name for the working directory: with --wdir, the ranks', as under mpirun.
+    if (options_.working_dir) {
+      std::erase_if(env, [](const std::string& entry) { return variable_name(entry) == "PWD"; });
+      env.push_back("PWD=" + options_.working_dir->string());
     }
     // Ours alone (an inherited one was left out above): the launcher accepts sockets only in
     // the directory it made.

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,10 +44,12 @@ int executable(const std::string& file, bool& exists) {
 // Why the working directory's `file` could have been put there or changed by another user,
 // or nullopt if it could not: it and its directory must belong to root or to us, and neither
 // may be writable by others (a sticky directory, like /tmp, keeps others' hands off our file).
-std::optional<std::string> placed_by_others(const std::string& file) {
+std::optional<std::string> placed_by_others(const std::string& file,
+                                            const std::filesystem::path& working_dir) {
   struct stat f {};
   struct stat dir {};
-  if (::stat(file.c_str(), &f) != 0 || ::stat(".", &dir) != 0) {
+  const std::string directory = working_dir.empty() ? "." : working_dir.string();
+  if (::stat(file.c_str(), &f) != 0 || ::stat(directory.c_str(), &dir) != 0) {
     return std::string("it cannot be inspected: ") + std::strerror(errno);
   }
   const auto ours = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
@@ -75,12 +78,18 @@ namespace {
 
 }  // namespace
 
-std::string find_program(const std::string& program, const std::vector<std::string>& env) {
+std::string find_program(const std::string& program, const std::vector<std::string>& env,
+                         const std::filesystem::path& working_dir) {
   if (program.empty()) cannot_find("''", ENOENT);
+  // Where the rank's exec would look for a relative name: in the directory it runs in.
+  const auto in_working_dir = [&](const std::string& name) {
+    return working_dir.empty() || name.starts_with('/') ? name : (working_dir / name).string();
+  };
   bool exists = false;
   if (program.find('/') != std::string::npos) {
-    if (const int error = executable(program, exists); error != 0) cannot_find(program, error);
-    return program;
+    const std::string file = in_working_dir(program);
+    if (const int error = executable(file, exists); error != 0) cannot_find(program, error);
+    return file;
   }
   int found_but = ENOENT;
   const std::string path = path_of(env);
@@ -88,7 +97,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     const std::size_t end = path.find(':', start);
     std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
     if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
+    std::string candidate = in_working_dir(dir + "/" + program);
     const int error = executable(candidate, exists);
     if (error == 0) return candidate;
     // Only a file that is there but cannot be run counts, as for a shell: what cannot be
@@ -101,15 +110,16 @@ std::string find_program(const std::string& program, const std::vector<std::stri
   // where the job starts never shadows a program of the PATH, and only a file no other user
   // could have planted (a mistyped name in a shared directory must not run their program).
   if (found_but == ENOENT) {
-    std::string here = "./" + program;
-    const int error = executable(here, exists);
+    const std::string here = "./" + program;
+    const std::string file = in_working_dir(here);
+    const int error = executable(file, exists);
     if (error == 0) {
-      if (const auto why = placed_by_others(here)) {
+      if (const auto why = placed_by_others(file, working_dir)) {
         cannot_find(program, EACCES,
                     " (found only as " + here + ", which another user could have put there: " +
                         *why + "; give " + here + " to run it)");
       }
-      return here;
+      return file;
     }
     if (exists && error != EISDIR) found_but = error;
   }

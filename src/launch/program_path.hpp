@@ -4,6 +4,7 @@
 // working directory (as mpirun), and with a shell's exit status when it cannot be run.
 
 #include <cerrno>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as 
 /// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,
 /// the file is chosen once: an exec that fails where access() said it could run (a security
 /// module's denial) does not move on to the next PATH entry.
-std::string find_program(const std::string& program, const std::vector<std::string>& env);
+/// `working_dir` (absolute; empty: this process's) is the directory the rank will run in:
+/// relative names (the program's, PATH entries, "./PROGRAM") are looked for there, as the
+/// rank's exec would, and come back joined to it.
+std::string find_program(const std::string& program, const std::vector<std::string>& env,
+                         const std::filesystem::path& working_dir = {});
 
 }  // namespace sempi::launch

@@ -46,11 +46,12 @@ void set_nonblocking(int fd) {
 
 // What the child reports through the close-on-exec pipe when it cannot exec.
 struct ChildFailure {
-  int stage;  // kStageSetup or kStageExec
+  int stage;  // kStageSetup, kStageWorkingDir or kStageExec
   int error;  // errno
 };
 constexpr int kStageSetup = 1;
 constexpr int kStageExec = 2;
+constexpr int kStageWorkingDir = 3;
 
 // Child side of a failure: report it to the launcher and exit as a shell would.
 [[noreturn]] void child_fail(int report, int stage) {
@@ -62,8 +63,9 @@ constexpr int kStageExec = 2;
 
 // Runs in the child between fork and exec: system calls only (no allocation, no locks).
 [[noreturn]] void exec_child(pid_t launcher, int in, int out, int err, int bootstrap, int report,
-                             const char* program, char* const* argv, char* const* envp,
-                             const rlimit* nofile, std::uint64_t ignored_signals) {
+                             const char* working_dir, const char* program, char* const* argv,
+                             char* const* envp, const rlimit* nofile,
+                             std::uint64_t ignored_signals) {
   ::setpgid(0, 0);
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report, kStageSetup);
@@ -105,6 +107,7 @@ constexpr int kStageExec = 2;
   // three descriptors it holds per rank, and the moves above need numbers beyond them. A limit
   // below a descriptor still open is allowed; those above 3 close at exec anyway.
   if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
+  if (working_dir != nullptr && ::chdir(working_dir) != 0) child_fail(report, kStageWorkingDir);
   sigset_t none;
   sigemptyset(&none);
   ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -132,7 +135,7 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
   if (request.argv.empty()) throw Error(ErrorClass::arg, "spawn: empty argv");
 
   // Everything the child needs is prepared before fork: the child must not allocate.
-  const std::string program = find_program(request.argv[0], request.env);
+  const std::string program = find_program(request.argv[0], request.env, request.working_dir);
   std::vector<char*> argv;
   for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -162,6 +165,7 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     if (pid == 0) {
       exec_child(launcher, request.stdin_fd >= 0 ? request.stdin_fd : dev_null.get(),
                  out.write.get(), err.write.get(), rank_end.get(), report.write.get(),
+                 request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
                  program.c_str(), argv.data(), envp.data(),
                  request.nofile_limit ? &*request.nofile_limit : nullptr, request.ignored_signals);
     }
@@ -201,6 +205,11 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
       throw CannotExecute(
           request.argv[0], failure.error, kExitNotExecutable,
           failure.error == ENOENT ? " (or the interpreter its #! line names)" : std::string());
+    }
+    if (failure.stage == kStageWorkingDir) {  // checked at start-up; gone or changed since
+      throw Error(ErrorClass::config, "cannot run " + request.argv[0] + " in " +
+                                          request.working_dir.string() + ": " +
+                                          std::strerror(failure.error));
     }
     throw Error(ErrorClass::io, "cannot set up the process for " + request.argv[0] + ": " +
                                     std::strerror(failure.error));

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct SpawnRequest {
   std::uint64_t ignored_signals = 0;
   /// A descriptor of the launcher's to be the rank's stdin; -1: /dev/null.
   int stdin_fd = -1;
+  /// The absolute directory the rank runs in (where a relative argv[0] is found); empty: the
+  /// launcher's.
+  std::filesystem::path working_dir;
 };
 
 class RankProcess {

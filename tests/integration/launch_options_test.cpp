@@ -255,6 +255,45 @@ TEST(LaunchOptions, PolicyFileErrors) {
   refused(dir.path(), "policy file");  // a directory
 }
 
+// Open MPI's four spellings; made absolute against this process's directory, as mpirun does.
+TEST(LaunchOptions, WorkingDirectory) {
+  EXPECT_FALSE(run_options({"prog"}).working_dir);
+  EXPECT_EQ(run_options({"--wdir", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"-wdir", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"-wd", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"--wd=/tmp", "prog"}).working_dir, fs::path("/tmp"));
+  expect_refused({"--wdir", "", "prog"}, "--wdir requires a directory name");
+  expect_refused({"-wd", "/tmp", "--wdir", "/", "prog"}, "--wdir given more than once");
+  expect_refused({"--wdir"}, "--wdir requires a value");
+
+  TempDir dir;
+  fs::create_directory(dir.path() / "sub");
+  write_text(dir.path() / "file", "x");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  auto relative = run_options({"--wdir", "file/../sub/", "prog"});
+  resolve_working_dir(relative);
+  const auto refusal = [](const std::string& given) -> std::string {
+    auto o = run_options({"--wdir", given, "prog"});
+    try {
+      resolve_working_dir(o);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_class(), ErrorClass::config);
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string missing = refusal("none");
+  const std::string file = refusal("file");
+  fs::current_path(before);
+  EXPECT_EQ(relative.working_dir, dir.path() / "sub");
+  EXPECT_EQ(missing, "--wdir none: No such file or directory");
+  EXPECT_EQ(file, "--wdir file: Not a directory");
+  auto unset = run_options({"prog"});
+  resolve_working_dir(unset);
+  EXPECT_FALSE(unset.working_dir);
+}
+
 TEST(LaunchOptions, AuditDirCreatedPrivate) {
   TempDir dir;
   const fs::path audit = dir.path() / "a" / "audit";

@@ -27,9 +27,10 @@ void make_file(const fs::path& path, mode_t mode) {
 }
 
 // The CannotExecute find_program throws, or a failure naming what it found instead.
-CannotExecute failure(const std::string& program, const std::vector<std::string>& env) {
+CannotExecute failure(const std::string& program, const std::vector<std::string>& env,
+                      const fs::path& working_dir = {}) {
   try {
-    const std::string found = find_program(program, env);
+    const std::string found = find_program(program, env, working_dir);
     ADD_FAILURE() << program << " was found as " << found;
   } catch (const CannotExecute& e) {
     return e;
@@ -115,6 +116,33 @@ TEST(ProgramPath, TheWorkingDirectorysProgramMustBeOutOfOthersReach) {
       << theirs.what();
   EXPECT_NE(std::string(shared.what()).find("others may write to the directory"), std::string::npos)
       << shared.what();
+}
+
+// With --wdir the rank runs elsewhere: what its exec would find from there is what counts.
+TEST(ProgramPath, RelativeNamesAreLookedForInTheRanksWorkingDirectory) {
+  TempDir dir;
+  const fs::path wdir = dir.path() / "wdir";
+  make_file(wdir / "prog", 0755);
+  make_file(wdir / "bin" / "tool", 0755);
+  make_file(dir.path() / "elsewhere", 0755);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());  // where sempirun runs: none of these is found here
+  std::string with_slash, in_relative_path, here;
+  EXPECT_NO_THROW(with_slash = find_program("./prog", {"PATH=/nonexistent"}, wdir));
+  EXPECT_NO_THROW(in_relative_path = find_program("tool", {"PATH=bin"}, wdir));
+  EXPECT_NO_THROW(here = find_program("prog", {"PATH=/nonexistent"}, wdir));
+  const auto not_there = failure("./elsewhere", {"PATH=/nonexistent"}, wdir);
+  ASSERT_EQ(::chmod(wdir.c_str(), 0777), 0);  // others may write to the rank's directory
+  const auto shared = failure("prog", {"PATH=/nonexistent"}, wdir);
+  fs::current_path(before);
+  EXPECT_EQ(with_slash, (wdir / "./prog").string());
+  EXPECT_EQ(in_relative_path, (wdir / "bin/tool").string());
+  EXPECT_EQ(here, (wdir / "./prog").string());
+  EXPECT_EQ(not_there.shell_status(), kExitNotFound);
+  EXPECT_NE(std::string(shared.what()).find("others may write to the directory"), std::string::npos)
+      << shared.what();
+  // An absolute name stays as it is.
+  EXPECT_EQ(find_program((wdir / "prog").string(), {}, "/"), (wdir / "prog").string());
 }
 
 TEST(ProgramPath, WithoutPathTheSystemDefaultIsSearched) {

@@ -1148,6 +1148,34 @@ TEST(Sempirun, ProgramIsFoundInTheRanksPath) {
   EXPECT_TRUE(contains(bad.err, "(or the interpreter its #! line names)")) << describe(bad);
 }
 
+// --wdir, as mpirun's: the ranks run there, PWD says so, and a relative program is found
+// there (neither where sempirun runs nor in the PATH has one of that name).
+TEST(Sempirun, RanksRunInTheWorkingDirectoryGiven) {
+  TempDir dir;
+  const fs::path wdir = dir.path() / "wdir";
+  fs::create_directories(wdir / "bin");
+  std::ofstream(wdir / "bin" / "where") << "#!/bin/sh\necho \"$SEMPI_RANK $(pwd -P) $PWD\"\n";
+  ::chmod((wdir / "bin" / "where").c_str(), 0700);
+  ProcessSetup elsewhere;
+  elsewhere.cwd = dir.path();
+  const auto r = run_sempirun({"-n", "2", "--wdir", "wdir", "bin/where"}, {}, elsewhere);
+  EXPECT_EQ(r.status, 0) << describe(r);
+  const std::string real = fs::canonical(wdir).string();
+  EXPECT_TRUE(contains(r.out, "0 " + real + " " + wdir.string() + "\n")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "1 " + real + " " + wdir.string() + "\n")) << describe(r);
+  // The default audit directory stays where sempirun runs.
+  EXPECT_TRUE(fs::is_directory(dir.path() / "sempi-audit")) << describe(r);
+  EXPECT_FALSE(fs::exists(wdir / "sempi-audit"));
+
+  const auto missing = run_sempirun({"--wdir", "none", "bin/where"}, {}, elsewhere);
+  EXPECT_EQ(missing.status, 2) << describe(missing);
+  EXPECT_EQ(missing.err, "sempirun: error: --wdir none: No such file or directory\n")
+      << describe(missing);
+  // Found relative to the working directory given, not to sempirun's.
+  const auto not_here = run_sempirun({"bin/where"}, {}, elsewhere);
+  EXPECT_EQ(not_here.status, 127) << describe(not_here);
+}
+
 TEST(Sempirun, HelpAndVersion) {
   const auto help = run_sempirun({"--help"});
   EXPECT_EQ(help.status, 0);

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   try {
     policy = load_policy(parsed.options);
     resolve_start_timeout(parsed.options);
+    resolve_working_dir(parsed.options);
     prepare_audit_dir(parsed.options);
   } catch (const std::exception& e) {
     // A policy error quotes the file's names and bytes: escaped for the terminal.
