@@ -48,12 +48,15 @@ constexpr const char* kUsage =
     "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
     "                       this host's cores\n"
     "  --allow-run-as-root  accepted for mpirun's sake: sempirun runs as any user\n"
+    "  --bind-to none       accepted for mpirun's sake: ranks are not bound to cores\n"
     "  --help               print this help\n"
     "  --version            print the version\n"
     "  --                   end of options; PROGRAM follows\n"
     "\n"
     "Options stop at the first argument that is not an option: PROGRAM and its arguments are\n"
-    "passed to the ranks untouched.\n"
+    "passed to the ranks untouched. As with mpirun, a long option may start with one dash\n"
+    "(-np, -wdir, -oversubscribe). mpirun's --mca, -H/--host, --hostfile, --map-by and\n"
+    "--bind-to other than none are refused, each with the reason.\n"
     "\n"
     "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE,\n"
     "SEMPI_BOOTSTRAP_FD (which init removes), SEMPI_LOCAL_DIR (if the job has a socket\n"
@@ -103,6 +106,45 @@ constexpr std::array<std::string_view, 13> kReservedVariables = {"SEMPI_BOOTSTRA
 
 [[noreturn]] void usage_error(const std::string& message) {
   throw Error(ErrorClass::config, message);
+}
+
+// mpirun's options that sempirun does not take, and why: a script written for mpirun gets a
+// reason it can act on, not "unknown option".
+struct NotTaken {
+  std::string_view option;
+  std::string_view why;
+};
+constexpr std::string_view kOtherHosts =
+    "sempirun runs every rank on this host; it does not start ranks on other hosts";
+constexpr std::string_view kNoBinding =
+    "sempirun does not bind ranks to cores (they run as under --bind-to none, which it takes)";
+constexpr std::array<NotTaken, 15> kNotTaken = {{
+    {"--mca",
+     "sempi has no MCA components; its settings are the ranks' SEMPI_* variables "
+     "(README, \"Tuning knobs\"), set with -x"},
+    {"--gmca",
+     "sempi has no MCA components; its settings are the ranks' SEMPI_* variables "
+     "(README, \"Tuning knobs\"), set with -x"},
+    {"-H", kOtherHosts},
+    {"--host", kOtherHosts},
+    {"--hostfile", kOtherHosts},
+    {"--machinefile", kOtherHosts},
+    {"--default-hostfile", kOtherHosts},
+    {"--npernode", kOtherHosts},
+    {"-N", kOtherHosts},
+    {"--map-by", kNoBinding},
+    {"--rank-by", kNoBinding},
+    {"--cpus-per-proc", kNoBinding},
+    {"--bind-to-core", kNoBinding},
+    {"--report-bindings", kNoBinding},
+    {"--cpu-set", kNoBinding},
+}};
+
+const NotTaken* not_taken(std::string_view flag) {
+  for (const auto& o : kNotTaken) {
+    if (o.option == flag) return &o;
+  }
+  return nullptr;
 }
 
 // Strict decimal: digits only (no sign, no spaces, no "0x"), within [min, max].
@@ -180,57 +222,62 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
         inline_value = arg.substr(eq + 1);
       }
     }
+    // What the option is; `flag` stays as given, for messages. mpirun takes its long options
+    // with one dash too (-np, -wdir).
+    const std::string key =
+        !arg.starts_with("--") && arg.size() > 2 && arg.find('=') == std::string::npos ? "-" + arg
+                                                                                       : flag;
     const auto no_value = [&] {
       if (inline_value) usage_error(flag + " does not take a value");
     };
 
-    if (flag == "-h" || flag == "--help") {
+    if (key == "-h" || key == "--help") {
       no_value();
       parsed.action = LaunchAction::help;
       return parsed;
     }
-    if (flag == "--version") {
+    if (key == "--version") {
       no_value();
       parsed.action = LaunchAction::version;
       return parsed;
     }
-    // Open MPI's spellings of the rank count are accepted too.
-    if (flag == "-n" || flag == "-np" || flag == "-c" || flag == "--n" || flag == "--np") {
+    // Open MPI's spellings of the rank count are accepted too (-np is --np).
+    if (key == "-n" || key == "-c" || key == "--n" || key == "--np") {
       if (have_size) usage_error(flag + " given more than once");
       options.size = static_cast<std::uint32_t>(
           parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, flag));
       have_size = true;
-    } else if (flag == "-x") {
+    } else if (key == "-x") {
       options.env.push_back(parse_env_setting(take_value(flag, inline_value)));
-    } else if (flag == "--policy") {
+    } else if (key == "--policy") {
       if (options.policy_file) usage_error("--policy given more than once");
       const std::string value = take_value(flag, inline_value);
       if (value.empty()) usage_error("--policy requires a file name");
       options.policy_file = value;
-    } else if (flag == "--audit-dir") {
+    } else if (key == "--audit-dir") {
       if (options.audit_dir) usage_error("--audit-dir given more than once");
       const std::string value = take_value(flag, inline_value);
       if (value.empty()) usage_error("--audit-dir requires a directory name");
       options.audit_dir = value;
-    } else if (flag == "--audit-key-out") {
+    } else if (key == "--audit-key-out") {
       if (options.audit_key_out) usage_error("--audit-key-out given more than once");
       const std::string value = take_value(flag, inline_value);
       if (value.empty()) usage_error("--audit-key-out requires a file name");
       options.audit_key_out = value;
-    } else if (flag == "--timeout") {
+    } else if (key == "--timeout") {
       if (options.timeout) usage_error("--timeout given more than once");
       options.timeout = std::chrono::seconds(
           parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
-    } else if (flag == "--wdir" || flag == "-wdir" || flag == "-wd" || flag == "--wd") {
-      // Open MPI's four spellings.
+    } else if (key == "--wdir" || key == "--wd") {
+      // Open MPI's spellings (and -wdir, -wd).
       if (options.working_dir) usage_error(flag + " given more than once");
       const std::string value = take_value(flag, inline_value);
       if (value.empty()) usage_error(flag + " requires a directory name");
       options.working_dir = value;
-    } else if (flag == "--tag-output") {
+    } else if (key == "--tag-output") {
       no_value();
       options.tag_output = true;
-    } else if (flag == "--stdin") {
+    } else if (key == "--stdin") {
       if (options.stdin_given) usage_error("--stdin given more than once");
       const std::string value = take_value(flag, inline_value);
       if (value == "none") {
@@ -242,13 +289,20 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
             static_cast<std::uint32_t>(parse_decimal(value, 0, kMaxRanks - 1, "--stdin"));
       }
       options.stdin_given = true;
-    } else if (flag == "--oversubscribe") {
+    } else if (key == "--oversubscribe") {
       // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
       // the core between polls), so scripts written for mpirun may keep it.
       no_value();
-    } else if (flag == "--allow-run-as-root") {
+    } else if (key == "--allow-run-as-root") {
       // Open MPI refuses root without it; sempirun runs as whoever starts it (containers).
       no_value();
+    } else if (key == "--bind-to") {
+      // What sempirun does; any other binding it cannot honour.
+      if (const std::string value = take_value(flag, inline_value); value != "none") {
+        usage_error(flag + " " + value + ": " + std::string(kNoBinding));
+      }
+    } else if (const NotTaken* o = not_taken(key); o != nullptr) {
+      usage_error(flag + ": " + std::string(o->why));
     } else {
       usage_error("unknown option '" + arg + "'");
     }

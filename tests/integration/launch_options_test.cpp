@@ -92,6 +92,37 @@ TEST(LaunchOptions, OpenMpiSpellings) {
   expect_refused({"--allow-run-as-root=1", "prog"}, "does not take a value");
   expect_refused({"-c", "2", "--np", "3", "prog"}, "more than once");
   expect_refused({"--np", "0", "prog"}, "--np must be between 1 and 4096");  // named as given
+  // mpirun's long options with one dash, as it takes them.
+  const auto dashed = run_options(
+      {"-np", "3", "-oversubscribe", "-tag-output", "-wdir", "/tmp", "-timeout", "7", "prog"});
+  EXPECT_EQ(dashed.size, 3u);
+  EXPECT_TRUE(dashed.tag_output);
+  EXPECT_EQ(dashed.working_dir, fs::path("/tmp"));
+  EXPECT_EQ(dashed.timeout, std::chrono::seconds(7));
+  expect_refused({"-np", "0", "prog"}, "-np must be between 1 and 4096");
+  expect_refused({"-timeout=7", "prog"}, "unknown option '-timeout=7'");
+}
+
+// What sempirun does (no binding) is accepted; what it cannot do is refused with the reason.
+TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
+  EXPECT_EQ(run_options({"--bind-to", "none", "prog"}).program, std::vector<std::string>{"prog"});
+  EXPECT_EQ(run_options({"-bind-to", "none", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"--bind-to=none", "prog"}).size, 1u);
+  expect_refused({"--bind-to", "core", "prog"},
+                 "--bind-to core: sempirun does not bind ranks to cores (they run as under "
+                 "--bind-to none, which it takes)");
+  expect_refused({"--bind-to"}, "--bind-to requires a value");
+  expect_refused({"--mca", "btl", "self,tcp", "prog"},
+                 "--mca: sempi has no MCA components; its settings are the ranks' SEMPI_* "
+                 "variables");
+  expect_refused({"-mca", "btl", "self,tcp", "prog"}, "-mca: sempi has no MCA components");
+  expect_refused({"-H", "node1,node2", "prog"},
+                 "-H: sempirun runs every rank on this host; it does not start ranks on other "
+                 "hosts");
+  expect_refused({"--hostfile", "hosts", "prog"}, "--hostfile: sempirun runs every rank on");
+  expect_refused({"-machinefile", "hosts", "prog"}, "-machinefile: sempirun runs every rank on");
+  expect_refused({"--map-by=core", "prog"}, "--map-by: sempirun does not bind ranks");
+  expect_refused({"--report-bindings", "prog"}, "--report-bindings: sempirun does not bind");
 }
 
 TEST(LaunchOptions, Stdin) {

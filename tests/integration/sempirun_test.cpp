@@ -1052,35 +1052,36 @@ TEST_P(SempirunUsage, ExitsWithAClearMessage) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadCommandLines, SempirunUsage,
-    testing::Values(UsageCase{{}, "no program given"}, UsageCase{{"-n", "2"}, "no program given"},
-                    UsageCase{{"-n", "0", "true"}, "-n must be between 1 and 4096"},
-                    UsageCase{{"-n", "abc", "true"}, "-n must be an integer"},
-                    UsageCase{{"-n", "5000", "true"}, "-n must be between 1 and 4096"},
-                    UsageCase{{"--bogus", "true"}, "unknown option '--bogus'"},
-                    // The terminal sees an escape in an argument as text, not as a command.
-                    UsageCase{{"--\x1b[2J", "true"}, "unknown option '--\\x1b[2J'"},
-                    UsageCase{{"--timeout", "0", "true"}, "--timeout must be between"},
-                    UsageCase{{"--timeout", "soon", "true"}, "--timeout must be an integer"},
-                    UsageCase{{"-x", "SEMPI_RANK=3", "true"}, "set by sempirun"},
-                    UsageCase{{"-x", "SEMPI_LOCAL_DIR=/elsewhere", "true"}, "set by sempirun"},
-                    UsageCase{{"--audit-key-out", "", "true"},
-                              "--audit-key-out requires a file name"},
-                    UsageCase{{"--audit-key-out", "/nonexistent/dir/key", "true"},
-                              "cannot create /nonexistent/dir/"},
-                    UsageCase{{"--audit-dir", "/tmp/sempirun-test-caf\xe9", "true"},
-                              "is not valid UTF-8; choose another with --audit-dir"},
-                    UsageCase{{"--policy", "/nonexistent/policy.json", "true"},
-                              "cannot read policy file /nonexistent/policy.json"},
-                    UsageCase{{"/nonexistent/program"},
-                              "cannot execute /nonexistent/program: No such file or directory",
-                              127},
-                    UsageCase{{"-n", "3", "no-such-program-sempirun-test"},
-                              "cannot execute no-such-program-sempirun-test: No such file",
-                              127},
-                    UsageCase{{"-x", "PATH=/nonexistent", "true"},
-                              "cannot execute true: No such file or directory (not found in the "
-                              "ranks' PATH nor in the working directory)",
-                              127}));
+    testing::Values(
+        UsageCase{{}, "no program given"}, UsageCase{{"-n", "2"}, "no program given"},
+        UsageCase{{"-n", "0", "true"}, "-n must be between 1 and 4096"},
+        UsageCase{{"-n", "abc", "true"}, "-n must be an integer"},
+        UsageCase{{"-n", "5000", "true"}, "-n must be between 1 and 4096"},
+        UsageCase{{"--bogus", "true"}, "unknown option '--bogus'"},
+        UsageCase{{"--mca", "btl", "self,tcp", "true"}, "--mca: sempi has no MCA components"},
+        // The terminal sees an escape in an argument as text, not as a command.
+        UsageCase{{"--\x1b[2J", "true"}, "unknown option '--\\x1b[2J'"},
+        UsageCase{{"--timeout", "0", "true"}, "--timeout must be between"},
+        UsageCase{{"--timeout", "soon", "true"}, "--timeout must be an integer"},
+        UsageCase{{"-x", "SEMPI_RANK=3", "true"}, "set by sempirun"},
+        UsageCase{{"-x", "SEMPI_LOCAL_DIR=/elsewhere", "true"}, "set by sempirun"},
+        UsageCase{{"--audit-key-out", "", "true"}, "--audit-key-out requires a file name"},
+        UsageCase{{"--audit-key-out", "/nonexistent/dir/key", "true"},
+                  "cannot create /nonexistent/dir/"},
+        UsageCase{{"--audit-dir", "/tmp/sempirun-test-caf\xe9", "true"},
+                  "is not valid UTF-8; choose another with --audit-dir"},
+        UsageCase{{"--policy", "/nonexistent/policy.json", "true"},
+                  "cannot read policy file /nonexistent/policy.json"},
+        UsageCase{{"/nonexistent/program"},
+                  "cannot execute /nonexistent/program: No such file or directory",
+                  127},
+        UsageCase{{"-n", "3", "no-such-program-sempirun-test"},
+                  "cannot execute no-such-program-sempirun-test: No such file",
+                  127},
+        UsageCase{{"-x", "PATH=/nonexistent", "true"},
+                  "cannot execute true: No such file or directory (not found in the "
+                  "ranks' PATH nor in the working directory)",
+                  127}));
 
 TEST(Sempirun, InvalidPolicyFile) {
   TempDir dir;
