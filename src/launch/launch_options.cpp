@@ -118,13 +118,12 @@ constexpr std::string_view kOtherHosts =
     "sempirun runs every rank on this host; it does not start ranks on other hosts";
 constexpr std::string_view kNoBinding =
     "sempirun does not bind ranks to cores (they run as under --bind-to none, which it takes)";
+constexpr std::string_view kNoMca =
+    "sempi has no MCA components; its settings are the ranks' SEMPI_* variables (README, "
+    "\"Tuning knobs\"), set with -x";
 constexpr std::array<NotTaken, 15> kNotTaken = {{
-    {"--mca",
-     "sempi has no MCA components; its settings are the ranks' SEMPI_* variables "
-     "(README, \"Tuning knobs\"), set with -x"},
-    {"--gmca",
-     "sempi has no MCA components; its settings are the ranks' SEMPI_* variables "
-     "(README, \"Tuning knobs\"), set with -x"},
+    {"--mca", kNoMca},
+    {"--gmca", kNoMca},
     {"-H", kOtherHosts},
     {"--host", kOtherHosts},
     {"--hostfile", kOtherHosts},
