@@ -51,6 +51,9 @@ inline constexpr const char* kBootstrapFdVariable = "SEMPI_BOOTSTRAP_FD";
 /// The job's private directory for the ranks' Unix sockets (job_socket_dir.hpp); ranks enroll
 /// theirs as "local" only when this is set.
 inline constexpr const char* kLocalDirVariable = "SEMPI_LOCAL_DIR";
+/// The index of the rank's program among those sempirun runs, separated by ':' on its command
+/// line (MPI_APPNUM); 0 with one program.
+inline constexpr const char* kAppnumVariable = "SEMPI_APPNUM";
 
 /// SEMPI_START_TIMEOUT (seconds, default 300): how long sempirun waits, from the first rank's
 /// enrollment, for every rank to enroll (it then ends the job, naming the ranks that did not),

@@ -22,9 +22,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sempirun [options] [--] PROGRAM [ARGS...]\n"
+    "       sempirun [options] PROGRAM [ARGS...] : [options] PROGRAM2 [ARGS...] ...\n"
     "\n"
     "Starts PROGRAM as N ranks of one job. Every rank gets a certificate from a job CA that\n"
     "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
+    "As with mpirun, ':' separates programs of one job (MPMD): each takes the next -n ranks,\n"
+    "with its own -n, -x and --wdir (the other options are the job's, wherever given), and\n"
+    "its ranks see its index (0, 1, ...) as MPI_APPNUM. After '--', ':' is an argument.\n"
     "\n"
     "options:\n"
     "  -n N, -np N          number of ranks, 1..4096 (default 1); also -c, --n, --np\n"
@@ -59,9 +63,10 @@ constexpr const char* kUsage =
     "--bind-to other than none are refused, each with the reason.\n"
     "\n"
     "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE,\n"
-    "SEMPI_BOOTSTRAP_FD (which init removes), SEMPI_LOCAL_DIR (if the job has a socket\n"
-    "directory), and Open MPI's OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE,\n"
-    "_NODE_RANK and OMPI_UNIVERSE_SIZE; stdin: see --stdin; stdout and stderr are forwarded\n"
+    "SEMPI_APPNUM, SEMPI_BOOTSTRAP_FD (which init removes), SEMPI_LOCAL_DIR (if the job has\n"
+    "a socket directory), and Open MPI's OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,\n"
+    "_LOCAL_SIZE, _NODE_RANK and OMPI_UNIVERSE_SIZE; stdin: see --stdin; stdout and stderr\n"
+    "are forwarded\n"
     "line by line (a line without its newline after 0.2 s; a program linked with sempi has\n"
     "its stdout line-buffered).\n"
     "\n"
@@ -90,8 +95,9 @@ constexpr const char* kUsage =
 // Names sempirun sets itself; letting -x override them would misdirect a rank.
 // Ours, and the names Open MPI's launcher sets, which programs and tools read before MPI_Init
 // (to pick a GPU, or PyTorch's and Horovod's start-up).
-constexpr std::array<std::string_view, 13> kReservedVariables = {"SEMPI_BOOTSTRAP_FD",
+constexpr std::array<std::string_view, 14> kReservedVariables = {"SEMPI_BOOTSTRAP_FD",
                                                                  "SEMPI_RANK",
+                                                                 "SEMPI_APPNUM",
                                                                  "SEMPI_SIZE",
                                                                  "SEMPI_JOB_ID",
                                                                  "SEMPI_LOCAL_RANK",
@@ -195,7 +201,6 @@ bool is_set_by_sempirun(std::string_view name) {
 ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
   ParsedCommandLine parsed;
   LaunchOptions& options = parsed.options;
-  bool have_size = false;
   std::size_t i = 0;
 
   // Value of the option at args[i]: "--opt=VALUE" inline, or the next argument.
@@ -205,116 +210,149 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     return args[++i];
   };
 
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') break;  // the program ("-" alone is not an option)
-
-    std::string flag = arg;
-    std::optional<std::string> inline_value;
-    if (arg.starts_with("--")) {
-      if (const auto eq = arg.find('='); eq != std::string::npos) {
-        flag = arg.substr(0, eq);
-        inline_value = arg.substr(eq + 1);
+  bool literal = false;  // after "--": the rest is the program and its arguments, ':' too
+  std::uint64_t ranks = 0;
+  for (;;) {  // one application context per round: its options, then its program
+    AppContext& app = options.apps.emplace_back();
+    bool have_size = false;
+    for (; i < args.size(); ++i) {
+      const std::string& arg = args[i];
+      if (arg == "--") {
+        ++i;
+        literal = true;
+        break;
       }
-    }
-    // What the option is; `flag` stays as given, for messages. mpirun takes its long options
-    // with one dash too (-np, -wdir).
-    const std::string key =
-        !arg.starts_with("--") && arg.size() > 2 && arg.find('=') == std::string::npos ? "-" + arg
-                                                                                       : flag;
-    const auto no_value = [&] {
-      if (inline_value) usage_error(flag + " does not take a value");
-    };
+      if (arg.size() < 2 || arg[0] != '-') break;  // the program ("-" alone is not an option)
 
-    if (key == "-h" || key == "--help") {
-      no_value();
-      parsed.action = LaunchAction::help;
-      return parsed;
-    }
-    if (key == "--version") {
-      no_value();
-      parsed.action = LaunchAction::version;
-      return parsed;
-    }
-    // Open MPI's spellings of the rank count are accepted too (-np is --np).
-    if (key == "-n" || key == "-c" || key == "--n" || key == "--np") {
-      if (have_size) usage_error(flag + " given more than once");
-      options.size = static_cast<std::uint32_t>(
-          parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, flag));
-      have_size = true;
-    } else if (key == "-x") {
-      options.env.push_back(parse_env_setting(take_value(flag, inline_value)));
-    } else if (key == "--policy") {
-      if (options.policy_file) usage_error("--policy given more than once");
-      const std::string value = take_value(flag, inline_value);
-      if (value.empty()) usage_error("--policy requires a file name");
-      options.policy_file = value;
-    } else if (key == "--audit-dir") {
-      if (options.audit_dir) usage_error("--audit-dir given more than once");
-      const std::string value = take_value(flag, inline_value);
-      if (value.empty()) usage_error("--audit-dir requires a directory name");
-      options.audit_dir = value;
-    } else if (key == "--audit-key-out") {
-      if (options.audit_key_out) usage_error("--audit-key-out given more than once");
-      const std::string value = take_value(flag, inline_value);
-      if (value.empty()) usage_error("--audit-key-out requires a file name");
-      options.audit_key_out = value;
-    } else if (key == "--timeout") {
-      if (options.timeout) usage_error("--timeout given more than once");
-      options.timeout = std::chrono::seconds(
-          parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
-    } else if (key == "--wdir" || key == "--wd") {
-      // Open MPI's spellings (and -wdir, -wd).
-      if (options.working_dir) usage_error(flag + " given more than once");
-      const std::string value = take_value(flag, inline_value);
-      if (value.empty()) usage_error(flag + " requires a directory name");
-      options.working_dir = value;
-    } else if (key == "--tag-output") {
-      no_value();
-      options.tag_output = true;
-    } else if (key == "--stdin") {
-      if (options.stdin_given) usage_error("--stdin given more than once");
-      const std::string value = take_value(flag, inline_value);
-      if (value == "none") {
-        options.stdin_rank.reset();
-      } else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-        usage_error("--stdin takes a rank or 'none', got '" + value + "'");
+      std::string flag = arg;
+      std::optional<std::string> inline_value;
+      if (arg.starts_with("--")) {
+        if (const auto eq = arg.find('='); eq != std::string::npos) {
+          flag = arg.substr(0, eq);
+          inline_value = arg.substr(eq + 1);
+        }
+      }
+      // What the option is; `flag` stays as given, for messages. mpirun takes its long options
+      // with one dash too (-np, -wdir).
+      const std::string key =
+          !arg.starts_with("--") && arg.size() > 2 && arg.find('=') == std::string::npos ? "-" + arg
+                                                                                         : flag;
+      const auto no_value = [&] {
+        if (inline_value) usage_error(flag + " does not take a value");
+      };
+
+      if (key == "-h" || key == "--help") {
+        no_value();
+        parsed.action = LaunchAction::help;
+        return parsed;
+      }
+      if (key == "--version") {
+        no_value();
+        parsed.action = LaunchAction::version;
+        return parsed;
+      }
+      // Open MPI's spellings of the rank count are accepted too (-np is --np).
+      if (key == "-n" || key == "-c" || key == "--n" || key == "--np") {
+        if (have_size) usage_error(flag + " given more than once");
+        app.size = static_cast<std::uint32_t>(
+            parse_decimal(take_value(flag, inline_value), 1, kMaxRanks, flag));
+        have_size = true;
+      } else if (key == "-x") {
+        app.env.push_back(parse_env_setting(take_value(flag, inline_value)));
+      } else if (key == "--policy") {
+        if (options.policy_file) usage_error("--policy given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value.empty()) usage_error("--policy requires a file name");
+        options.policy_file = value;
+      } else if (key == "--audit-dir") {
+        if (options.audit_dir) usage_error("--audit-dir given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value.empty()) usage_error("--audit-dir requires a directory name");
+        options.audit_dir = value;
+      } else if (key == "--audit-key-out") {
+        if (options.audit_key_out) usage_error("--audit-key-out given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value.empty()) usage_error("--audit-key-out requires a file name");
+        options.audit_key_out = value;
+      } else if (key == "--timeout") {
+        if (options.timeout) usage_error("--timeout given more than once");
+        options.timeout = std::chrono::seconds(
+            parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
+      } else if (key == "--wdir" || key == "--wd") {
+        // Open MPI's spellings (and -wdir, -wd).
+        if (app.working_dir) usage_error(flag + " given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value.empty()) usage_error(flag + " requires a directory name");
+        app.working_dir = value;
+      } else if (key == "--tag-output") {
+        no_value();
+        options.tag_output = true;
+      } else if (key == "--stdin") {
+        if (options.stdin_given) usage_error("--stdin given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value == "none") {
+          options.stdin_rank.reset();
+        } else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+          usage_error("--stdin takes a rank or 'none', got '" + value + "'");
+        } else {
+          options.stdin_rank =
+              static_cast<std::uint32_t>(parse_decimal(value, 0, kMaxRanks - 1, "--stdin"));
+        }
+        options.stdin_given = true;
+      } else if (key == "--oversubscribe") {
+        // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
+        // the core between polls), so scripts written for mpirun may keep it.
+        no_value();
+      } else if (key == "--allow-run-as-root") {
+        // Open MPI refuses root without it; sempirun runs as whoever starts it (containers).
+        no_value();
+      } else if (key == "--bind-to") {
+        // What sempirun does; any other binding it cannot honour.
+        if (const std::string value = take_value(flag, inline_value); value != "none") {
+          usage_error(flag + " " + value + ": " + std::string(kNoBinding));
+        }
+      } else if (const NotTaken* o = not_taken(key); o != nullptr) {
+        usage_error(flag + ": " + std::string(o->why));
       } else {
-        options.stdin_rank =
-            static_cast<std::uint32_t>(parse_decimal(value, 0, kMaxRanks - 1, "--stdin"));
+        usage_error("unknown option '" + arg + "'");
       }
-      options.stdin_given = true;
-    } else if (key == "--oversubscribe") {
-      // As Open MPI's: sempirun never refuses more ranks than cores (waiting ranks then yield
-      // the core between polls), so scripts written for mpirun may keep it.
-      no_value();
-    } else if (key == "--allow-run-as-root") {
-      // Open MPI refuses root without it; sempirun runs as whoever starts it (containers).
-      no_value();
-    } else if (key == "--bind-to") {
-      // What sempirun does; any other binding it cannot honour.
-      if (const std::string value = take_value(flag, inline_value); value != "none") {
-        usage_error(flag + " " + value + ": " + std::string(kNoBinding));
-      }
-    } else if (const NotTaken* o = not_taken(key); o != nullptr) {
-      usage_error(flag + ": " + std::string(o->why));
-    } else {
-      usage_error("unknown option '" + arg + "'");
     }
+
+    // The program and its arguments: up to the next ':' (as mpirun), or all that is left.
+    std::size_t end = i;
+    while (end < args.size() && (literal || args[end] != ":")) ++end;
+    app.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i),
+                       args.begin() + static_cast<std::ptrdiff_t>(end));
+    if (app.program.empty()) {
+      usage_error(options.apps.size() == 1 ? "no program given"
+                                           : "no program given after ':' (context " +
+                                                 std::to_string(options.apps.size() - 1) + ")");
+    }
+    if (app.program.front().empty()) usage_error("the program name is empty");
+    ranks += app.size;
+    if (end == args.size()) break;
+    i = end + 1;  // past the ':'
   }
 
+  if (ranks > kMaxRanks) {
+    usage_error("the job would have " + std::to_string(ranks) + " ranks; at most " +
+                std::to_string(kMaxRanks));
+  }
+  options.size = static_cast<std::uint32_t>(ranks);
   if (options.stdin_rank && *options.stdin_rank >= options.size) {
     usage_error("--stdin " + std::to_string(*options.stdin_rank) + ": the job has only " +
                 std::to_string(options.size) + (options.size == 1 ? " rank" : " ranks"));
   }
-  options.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (options.program.empty()) usage_error("no program given");
-  if (options.program.front().empty()) usage_error("the program name is empty");
   return parsed;
+}
+
+std::size_t LaunchOptions::app_of(std::uint32_t rank) const {
+  std::uint32_t first = 0;
+  for (std::size_t a = 0; a < apps.size(); ++a) {
+    if (rank - first < apps[a].size) return a;
+    first += apps[a].size;
+  }
+  return apps.empty() ? 0 : apps.size() - 1;
 }
 
 policy::PolicyDocument load_policy(const LaunchOptions& options) {
@@ -347,12 +385,14 @@ void prepare_audit_dir(const LaunchOptions& options) {
   pki::make_private_dir(*options.audit_dir);
 }
 
-void resolve_working_dir(LaunchOptions& options) {
-  if (!options.working_dir) return;
-  const std::string given = options.working_dir->string();
+namespace {
+
+void resolve_working_dir(std::optional<std::filesystem::path>& working_dir) {
+  if (!working_dir) return;
+  const std::string given = working_dir->string();
   std::error_code ec;
   // Normalised as a shell's cd does ("a/../b" is b), so that PWD reads as the user expects.
-  auto absolute = std::filesystem::absolute(*options.working_dir, ec).lexically_normal();
+  auto absolute = std::filesystem::absolute(*working_dir, ec).lexically_normal();
   if (!absolute.has_filename() && absolute.has_relative_path()) absolute = absolute.parent_path();
   struct stat st {};
   if (ec || ::stat(absolute.c_str(), &st) != 0) {
@@ -365,16 +405,29 @@ void resolve_working_dir(LaunchOptions& options) {
   if (::access(absolute.c_str(), X_OK) != 0) {
     throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
   }
-  options.working_dir = absolute;
+  working_dir = absolute;
+}
+
+}  // namespace
+
+void resolve_working_dir(LaunchOptions& options) {
+  for (auto& app : options.apps) resolve_working_dir(app.working_dir);
 }
 
 void resolve_start_timeout(LaunchOptions& options) {
-  const char* value = ::getenv(kStartTimeoutVariable);
-  for (const auto& setting : options.env) {  // a later -x replaces an earlier one
-    if (setting.name != kStartTimeoutVariable) continue;
-    value = setting.value ? setting.value->c_str() : ::getenv(kStartTimeoutVariable);
+  // The longest any context's ranks are given: the launcher must not end the wait before
+  // the ranks themselves would.
+  std::optional<std::chrono::seconds> longest;
+  for (const auto& app : options.apps) {
+    const char* value = ::getenv(kStartTimeoutVariable);
+    for (const auto& setting : app.env) {  // a later -x replaces an earlier one
+      if (setting.name != kStartTimeoutVariable) continue;
+      value = setting.value ? setting.value->c_str() : ::getenv(kStartTimeoutVariable);
+    }
+    const auto timeout = start_timeout(value);
+    if (!longest || timeout > *longest) longest = timeout;
   }
-  options.start_timeout = start_timeout(value);
+  options.start_timeout = longest.value_or(start_timeout(::getenv(kStartTimeoutVariable)));
 }
 
 const char* launch_usage() noexcept { return kUsage; }

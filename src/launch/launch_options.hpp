@@ -35,25 +35,36 @@ struct EnvSetting {
   bool operator==(const EnvSetting&) const = default;
 };
 
-struct LaunchOptions {
+/// One program of the job and the ranks that run it: mpirun's "application context". The
+/// contexts of a command line are separated by ':' and take consecutive ranks (MPMD); each
+/// rank learns its context's index as MPI_APPNUM.
+struct AppContext {
   std::uint32_t size = 1;  ///< -n / -np; 1 when not given
-  std::vector<EnvSetting> env;
+  std::vector<EnvSetting> env;  ///< -x, for this context's ranks (as mpirun's)
+  /// --wdir: the directory the ranks run in (and a relative program is found in); absolute
+  /// once resolve_working_dir has run. nullopt: sempirun's own.
+  std::optional<std::filesystem::path> working_dir;
+  std::vector<std::string> program;  ///< program, then its arguments, verbatim
+};
+
+struct LaunchOptions {
+  std::uint32_t size = 1;        ///< ranks in all: the sum of the contexts' sizes
+  std::vector<AppContext> apps;  ///< one or more, in rank order
   std::optional<std::filesystem::path> policy_file;
   std::optional<std::filesystem::path> audit_dir;
   std::optional<std::filesystem::path> audit_key_out;  // where to write the seal's public key
   std::optional<std::chrono::seconds> timeout;
-  /// --wdir: the directory the ranks run in (and a relative program is found in); absolute
-  /// once resolve_working_dir has run. nullopt: sempirun's own.
-  std::optional<std::filesystem::path> working_dir;
   bool tag_output = false;
   /// --stdin: the rank that reads sempirun's standard input (nullopt: none); every other rank
   /// reads /dev/null. As in Open MPI, rank 0 unless told otherwise.
   std::optional<std::uint32_t> stdin_rank = 0;
-  bool stdin_given = false;          ///< --stdin was on the command line
-  std::vector<std::string> program;  ///< program, then its arguments, verbatim
+  bool stdin_given = false;  ///< --stdin was on the command line
   /// How long to wait, from the first enrollment, for every rank to enroll: the ranks'
   /// SEMPI_START_TIMEOUT (set by resolve_start_timeout).
   std::chrono::seconds start_timeout = kDefaultStartTimeout;
+
+  /// The index in `apps` of the context `rank` belongs to.
+  [[nodiscard]] std::size_t app_of(std::uint32_t rank) const;
 };
 
 enum class LaunchAction { run, help, version };
@@ -63,7 +74,9 @@ struct ParsedCommandLine {
   LaunchOptions options;
 };
 
-/// Parses the arguments after argv[0]. Throws sempi::Error(config) with a one-line message for
+/// Parses the arguments after argv[0]: options, a program and its arguments, then, after a
+/// ':' argument, another context's options and program (mpirun's MPMD form; after '--', ':'
+/// is an argument like any other). Throws sempi::Error(config) with a one-line message for
 /// an unknown flag, a missing or malformed value, a missing program, or a reserved -x name.
 ParsedCommandLine parse_launch_options(std::span<const std::string> args);
 
@@ -76,13 +89,13 @@ void prepare_audit_dir(const LaunchOptions& options);
 /// their welcome and into the log's records, both JSON, which holds UTF-8 text only.
 void require_utf8_audit_dir(const std::filesystem::path& dir);
 
-/// Makes --wdir absolute (relative to this process's working directory, as mpirun does) and
-/// checks that the ranks can change to it. Throws sempi::Error(config) naming what is wrong.
+/// Makes each --wdir absolute (relative to this process's working directory, as mpirun does)
+/// and checks that the ranks can change to it. Throws sempi::Error(config) naming what is wrong.
 void resolve_working_dir(LaunchOptions& options);
 
 /// Sets options.start_timeout to the SEMPI_START_TIMEOUT the ranks will see: the last -x for
-/// it, else this process's. Throws sempi::Error(config) for a value that is not a number of
-/// seconds, as the ranks would.
+/// it, else this process's (the longest of the contexts'). Throws sempi::Error(config) for a
+/// value that is not a number of seconds, as the ranks would.
 void resolve_start_timeout(LaunchOptions& options);
 
 /// True for a variable sempirun sets in each rank's environment (SEMPI_RANK, ...; and Open

@@ -378,7 +378,8 @@ class Launcher::Job {
     enrollment_.emplace(pki::JobCa::create(job, validity_), policy_, options_.size, validity_,
                         socket_dir_->path());
     start_audit(job);
-    const std::vector<std::string> base_env = build_base_env();
+    std::vector<std::vector<std::string>> app_env;  // each context's ranks' environment
+    for (const auto& app : options_.apps) app_env.push_back(build_base_env(app));
     if (options_.timeout) job_deadline_ = started_ + *options_.timeout;
 
     // A terminal is read here and passed on through a pipe (TerminalInput says why).
@@ -387,9 +388,12 @@ class Launcher::Job {
     const bool terminate = options_.tag_output || options_.size > 1;
     ranks_.reserve(options_.size);
     for (std::uint32_t r = 0; r < options_.size; ++r) {
+      const std::size_t a = options_.app_of(r);
+      const AppContext& app = options_.apps[a];
       SpawnRequest request;
-      request.argv = options_.program;
-      request.env = base_env;
+      request.argv = app.program;
+      request.env = app_env[a];
+      request.env.push_back(std::string(kAppnumVariable) + "=" + std::to_string(a));
       request.env.push_back("SEMPI_RANK=" + std::to_string(r));
       request.env.push_back("SEMPI_SIZE=" + std::to_string(options_.size));
       request.env.push_back("SEMPI_JOB_ID=" + job.hex());
@@ -407,7 +411,7 @@ class Launcher::Job {
         request.env.push_back(name + std::to_string(options_.size));
       }
       request.nofile_limit = nofile;
-      if (options_.working_dir) request.working_dir = *options_.working_dir;
+      if (app.working_dir) request.working_dir = *app.working_dir;
       request.ignored_signals = signals.inherited_ignored();
       const bool reads_stdin = options_.stdin_rank == r;
       if (reads_stdin) {
@@ -521,7 +525,8 @@ class Launcher::Job {
     audit_->event(
         "job.start", true, {},
         {{"ranks", options_.size},
-         {"program", options_.program.front()},
+         {"program", options_.apps.front().program.front()},
+         {"apps", apps_record()},
          {"uid", static_cast<long>(::getuid())},
          {"policy_digest", to_hex(policy_.digest)},
          {"policy_default", policy_.is_default},
@@ -614,15 +619,27 @@ class Launcher::Job {
   }
 
   // The environment every rank starts from: ours, minus the variables we set per rank, plus -x.
-  std::vector<std::string> build_base_env() const {
+  // What each application context runs, and on which ranks, for job.start.
+  nlohmann::ordered_json apps_record() const {
+    nlohmann::ordered_json apps = nlohmann::ordered_json::array();
+    std::uint32_t first = 0;
+    for (const auto& app : options_.apps) {
+      apps.push_back(
+          {{"program", app.program.front()}, {"first_rank", first}, {"ranks", app.size}});
+      first += app.size;
+    }
+    return apps;
+  }
+
+  std::vector<std::string> build_base_env(const AppContext& app) const {
     std::set<std::string> overridden;
-    for (const auto& setting : options_.env) overridden.insert(setting.name);
+    for (const auto& setting : app.env) overridden.insert(setting.name);
     std::vector<std::string> env;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const std::string name = variable_name(*e);
       if (!is_set_by_sempirun(name) && overridden.count(name) == 0) env.emplace_back(*e);
     }
-    for (const auto& setting : options_.env) {
+    for (const auto& setting : app.env) {
       // A later -x for the same name replaces an earlier one.
       std::erase_if(env,
                     [&](const std::string& entry) { return variable_name(entry) == setting.name; });
@@ -635,9 +652,9 @@ class Launcher::Job {
       }
     }
     // The shell's name for the working directory: with --wdir, the ranks', as under mpirun.
-    if (options_.working_dir) {
+    if (app.working_dir) {
       std::erase_if(env, [](const std::string& entry) { return variable_name(entry) == "PWD"; });
-      env.push_back("PWD=" + options_.working_dir->string());
+      env.push_back("PWD=" + app.working_dir->string());
     }
     // Ours alone (an inherited one was left out above): the launcher accepts sockets only in
     // the directory it made.

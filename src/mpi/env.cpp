@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "coll/schedule.hpp"
+#include "launch/bootstrap_protocol.hpp"
 #include "mpi/datatype_envelope.hpp"
 #include "mpi/errhandler.hpp"
 #include "mpi/mpi_impl.hpp"
@@ -194,7 +195,20 @@ const int kAttrTagUb = TAG_UB;
 const int kAttrHost = MPI_PROC_NULL;
 const int kAttrIo = MPI_ANY_SOURCE;  // every rank can do I/O
 const int kAttrWtimeIsGlobal = 0;
-const int kAttrAppnum = 0;
+int g_appnum = 0;  // MPI_APPNUM: this rank's program among sempirun's ':'-separated ones
+
+// The index sempirun gives the rank's program (SEMPI_APPNUM); 0 for a program started
+// otherwise, or if the value is not one sempirun would set.
+int appnum_from_launcher() {
+  const char* value = std::getenv(launch::kAppnumVariable);
+  if (value == nullptr || *value == '\0') return 0;
+  int appnum = 0;
+  for (const char* c = value; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9' || appnum > 100000) return 0;
+    appnum = appnum * 10 + (*c - '0');
+  }
+  return appnum;
+}
 
 void copy_string(const std::string& s, char* out, int max_len, int* resultlen) {
   const std::size_t n = std::min(s.size(), static_cast<std::size_t>(max_len - 1));
@@ -302,7 +316,8 @@ const int* predefined_attribute(int keyval) noexcept {
     case MPI_IO: return &kAttrIo;
     case MPI_WTIME_IS_GLOBAL: return &kAttrWtimeIsGlobal;
     case MPI_UNIVERSE_SIZE: return &g_universe_size;
-    case MPI_APPNUM: return &kAttrAppnum;
+    case MPI_APPNUM:
+      return &g_appnum;
     default: return nullptr;
   }
 }
@@ -621,6 +636,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     sempi_mpi_comm_world.comm = sempi::world();
     sempi_mpi_comm_self.comm = sempi::self();
     g_universe_size = sempi_mpi_comm_world.comm.size();
+    g_appnum = appnum_from_launcher();
     g_main_thread = std::this_thread::get_id();
     g_active = true;
     g_init_pid = ::getpid();

@@ -49,12 +49,12 @@ void write_text(const fs::path& path, const std::string& text) { std::ofstream(p
 TEST(LaunchOptions, Defaults) {
   const auto o = run_options({"prog"});
   EXPECT_EQ(o.size, 1u);
-  EXPECT_TRUE(o.env.empty());
+  EXPECT_TRUE(o.apps.at(0).env.empty());
   EXPECT_FALSE(o.policy_file);
   EXPECT_FALSE(o.audit_dir);
   EXPECT_FALSE(o.timeout);
   EXPECT_FALSE(o.tag_output);
-  EXPECT_EQ(o.program, std::vector<std::string>{"prog"});
+  EXPECT_EQ(o.apps.at(0).program, std::vector<std::string>{"prog"});
 }
 
 TEST(LaunchOptions, AllFlags) {
@@ -62,15 +62,15 @@ TEST(LaunchOptions, AllFlags) {
       run_options({"-n", "4", "-x", "A", "-x", "B=1=2", "-x", "C=", "--policy", "p.json",
                    "--audit-dir", "audit", "--timeout", "30", "--tag-output", "prog", "arg"});
   EXPECT_EQ(o.size, 4u);
-  ASSERT_EQ(o.env.size(), 3u);
-  EXPECT_EQ(o.env[0], (EnvSetting{"A", std::nullopt}));
-  EXPECT_EQ(o.env[1], (EnvSetting{"B", "1=2"}));
-  EXPECT_EQ(o.env[2], (EnvSetting{"C", ""}));
+  ASSERT_EQ(o.apps.at(0).env.size(), 3u);
+  EXPECT_EQ(o.apps.at(0).env[0], (EnvSetting{"A", std::nullopt}));
+  EXPECT_EQ(o.apps.at(0).env[1], (EnvSetting{"B", "1=2"}));
+  EXPECT_EQ(o.apps.at(0).env[2], (EnvSetting{"C", ""}));
   EXPECT_EQ(o.policy_file, fs::path("p.json"));
   EXPECT_EQ(o.audit_dir, fs::path("audit"));
   EXPECT_EQ(o.timeout, std::chrono::seconds(30));
   EXPECT_TRUE(o.tag_output);
-  EXPECT_EQ(o.program, (std::vector<std::string>{"prog", "arg"}));
+  EXPECT_EQ(o.apps.at(0).program, (std::vector<std::string>{"prog", "arg"}));
 }
 
 TEST(LaunchOptions, NpAndInlineLongValues) {
@@ -86,7 +86,7 @@ TEST(LaunchOptions, OpenMpiSpellings) {
   EXPECT_EQ(run_options({"--n=6", "prog"}).size, 6u);
   const auto o = run_options({"--oversubscribe", "-np", "8", "prog"});
   EXPECT_EQ(o.size, 8u);
-  EXPECT_EQ(o.program, std::vector<std::string>{"prog"});
+  EXPECT_EQ(o.apps.at(0).program, std::vector<std::string>{"prog"});
   expect_refused({"--oversubscribe=yes", "prog"}, "does not take a value");
   EXPECT_EQ(run_options({"--allow-run-as-root", "-n", "2", "prog"}).size, 2u);
   expect_refused({"--allow-run-as-root=1", "prog"}, "does not take a value");
@@ -97,7 +97,7 @@ TEST(LaunchOptions, OpenMpiSpellings) {
       {"-np", "3", "-oversubscribe", "-tag-output", "-wdir", "/tmp", "-timeout", "7", "prog"});
   EXPECT_EQ(dashed.size, 3u);
   EXPECT_TRUE(dashed.tag_output);
-  EXPECT_EQ(dashed.working_dir, fs::path("/tmp"));
+  EXPECT_EQ(dashed.apps.at(0).working_dir, fs::path("/tmp"));
   EXPECT_EQ(dashed.timeout, std::chrono::seconds(7));
   expect_refused({"-np", "0", "prog"}, "-np must be between 1 and 4096");
   expect_refused({"-timeout=7", "prog"}, "unknown option '-timeout=7'");
@@ -105,7 +105,8 @@ TEST(LaunchOptions, OpenMpiSpellings) {
 
 // What sempirun does (no binding) is accepted; what it cannot do is refused with the reason.
 TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
-  EXPECT_EQ(run_options({"--bind-to", "none", "prog"}).program, std::vector<std::string>{"prog"});
+  EXPECT_EQ(run_options({"--bind-to", "none", "prog"}).apps.at(0).program,
+            std::vector<std::string>{"prog"});
   EXPECT_EQ(run_options({"-bind-to", "none", "prog"}).size, 1u);
   EXPECT_EQ(run_options({"--bind-to=none", "prog"}).size, 1u);
   expect_refused({"--bind-to", "core", "prog"},
@@ -145,14 +146,15 @@ TEST(LaunchOptions, Stdin) {
 TEST(LaunchOptions, ProgramArgumentsPassUntouched) {
   const auto o = run_options({"-n", "2", "prog", "-n", "5", "--timeout", "x", "--", "-x"});
   EXPECT_EQ(o.size, 2u);
-  EXPECT_EQ(o.program, (std::vector<std::string>{"prog", "-n", "5", "--timeout", "x", "--", "-x"}));
+  EXPECT_EQ(o.apps.at(0).program,
+            (std::vector<std::string>{"prog", "-n", "5", "--timeout", "x", "--", "-x"}));
 }
 
 TEST(LaunchOptions, DoubleDashEndsOptions) {
-  EXPECT_EQ(run_options({"-n", "2", "--", "-weird-name", "--help"}).program,
+  EXPECT_EQ(run_options({"-n", "2", "--", "-weird-name", "--help"}).apps.at(0).program,
             (std::vector<std::string>{"-weird-name", "--help"}));
-  EXPECT_EQ(run_options({"--", "--"}).program, std::vector<std::string>{"--"});
-  EXPECT_EQ(run_options({"-"}).program, std::vector<std::string>{"-"});  // not an option
+  EXPECT_EQ(run_options({"--", "--"}).apps.at(0).program, std::vector<std::string>{"--"});
+  EXPECT_EQ(run_options({"-"}).apps.at(0).program, std::vector<std::string>{"-"});  // not an option
 }
 
 TEST(LaunchOptions, HelpAndVersion) {
@@ -160,7 +162,7 @@ TEST(LaunchOptions, HelpAndVersion) {
   EXPECT_EQ(parse({"-h"}).action, LaunchAction::help);
   EXPECT_EQ(parse({"-n", "2", "--help"}).action, LaunchAction::help);
   EXPECT_EQ(parse({"--version"}).action, LaunchAction::version);
-  EXPECT_EQ(run_options({"prog", "--help"}).program,
+  EXPECT_EQ(run_options({"prog", "--help"}).apps.at(0).program,
             (std::vector<std::string>{"prog", "--help"}));  // the program's own flag
   EXPECT_NE(std::string(launch_usage()).find("124"), std::string::npos);
 }
@@ -230,6 +232,62 @@ TEST(LaunchOptions, StartTimeoutIsTheRanksSetting) {
   ::unsetenv("SEMPI_START_TIMEOUT");
 }
 
+// mpirun's MPMD form: ':' separates programs; each has its own -n, -x and --wdir and takes
+// the next ranks; the job's own options may come in any part, once.
+TEST(LaunchOptions, ProgramsSeparatedByColonsShareOneJob) {
+  const auto o =
+      run_options({"--tag-output", "-n", "1", "-x", "A=1", "server", "--port", "0", ":", "-np", "3",
+                   "--wdir", "/tmp", "--timeout", "9", "client", ":", "tool"});
+  ASSERT_EQ(o.apps.size(), 3u);
+  EXPECT_EQ(o.size, 5u);
+  EXPECT_TRUE(o.tag_output);
+  EXPECT_EQ(o.timeout, std::chrono::seconds(9));
+  EXPECT_EQ(o.apps[0].program, (std::vector<std::string>{"server", "--port", "0"}));
+  EXPECT_EQ(o.apps[0].size, 1u);
+  EXPECT_EQ(o.apps[0].env, (std::vector<EnvSetting>{{"A", "1"}}));
+  EXPECT_FALSE(o.apps[0].working_dir);
+  EXPECT_EQ(o.apps[1].program, std::vector<std::string>{"client"});
+  EXPECT_EQ(o.apps[1].size, 3u);
+  EXPECT_TRUE(o.apps[1].env.empty());
+  EXPECT_EQ(o.apps[1].working_dir, fs::path("/tmp"));
+  EXPECT_EQ(o.apps[2].program, std::vector<std::string>{"tool"});
+  EXPECT_EQ(o.apps[2].size, 1u);
+  EXPECT_EQ(o.app_of(0), 0u);
+  EXPECT_EQ(o.app_of(1), 1u);
+  EXPECT_EQ(o.app_of(3), 1u);
+  EXPECT_EQ(o.app_of(4), 2u);
+
+  // After "--", ':' is an argument like any other.
+  EXPECT_EQ(run_options({"-n", "2", "--", "prog", ":", "x"}).apps.size(), 1u);
+  EXPECT_EQ(run_options({"--", "prog", ":", "-n", "2", "x"}).apps.at(0).program,
+            (std::vector<std::string>{"prog", ":", "-n", "2", "x"}));
+  // Per program, -n and --wdir once; the job's options once in all.
+  EXPECT_EQ(run_options({"-n", "2", "a", ":", "-n", "2", "b"}).size, 4u);
+  EXPECT_EQ(run_options({"--stdin", "3", "-n", "2", "a", ":", "-n", "2", "b"}).stdin_rank, 3u);
+  expect_refused({"--stdin", "3", "-n", "2", "a", ":", "b"}, "--stdin 3: the job has only 3 ranks");
+  expect_refused({"--timeout", "5", "a", ":", "--timeout", "6", "b"}, "--timeout given more");
+  expect_refused({"-n", "4096", "a", ":", "b"}, "the job would have 4097 ranks; at most 4096");
+  expect_refused({"a", ":"}, "no program given after ':' (context 1)");
+  expect_refused({"a", ":", ":", "b"}, "no program given after ':' (context 1)");
+  expect_refused({"a", ":", "-n", "2"}, "no program given after ':' (context 1)");
+  expect_refused({":", "a"}, "no program given");
+  expect_refused({"a", ":", "-x", "SEMPI_APPNUM=3", "b"}, "set by sempirun");
+}
+
+// Each program's ranks wait as long as their own setting says: the launcher, the longest.
+TEST(LaunchOptions, StartTimeoutIsTheLongestOfThePrograms) {
+  ::unsetenv("SEMPI_START_TIMEOUT");
+  auto o = run_options(
+      {"-x", "SEMPI_START_TIMEOUT=7", "a", ":", "-x", "SEMPI_START_TIMEOUT=30", "b", ":", "c"});
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(300));  // c: the default
+  o = run_options({"-x", "SEMPI_START_TIMEOUT=7", "a", ":", "-x", "SEMPI_START_TIMEOUT=30", "b"});
+  resolve_start_timeout(o);
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(30));
+  o = run_options({"a", ":", "-x", "SEMPI_START_TIMEOUT=x", "b"});
+  EXPECT_THROW(resolve_start_timeout(o), Error);
+}
+
 TEST(LaunchOptions, UnknownFlags) {
   expect_refused({"--frobnicate", "prog"}, "unknown option '--frobnicate'");
   expect_refused({"-q", "prog"}, "unknown option '-q'");
@@ -288,11 +346,11 @@ TEST(LaunchOptions, PolicyFileErrors) {
 
 // Open MPI's four spellings; made absolute against this process's directory, as mpirun does.
 TEST(LaunchOptions, WorkingDirectory) {
-  EXPECT_FALSE(run_options({"prog"}).working_dir);
-  EXPECT_EQ(run_options({"--wdir", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
-  EXPECT_EQ(run_options({"-wdir", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
-  EXPECT_EQ(run_options({"-wd", "/tmp", "prog"}).working_dir, fs::path("/tmp"));
-  EXPECT_EQ(run_options({"--wd=/tmp", "prog"}).working_dir, fs::path("/tmp"));
+  EXPECT_FALSE(run_options({"prog"}).apps.at(0).working_dir);
+  EXPECT_EQ(run_options({"--wdir", "/tmp", "prog"}).apps.at(0).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"-wdir", "/tmp", "prog"}).apps.at(0).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"-wd", "/tmp", "prog"}).apps.at(0).working_dir, fs::path("/tmp"));
+  EXPECT_EQ(run_options({"--wd=/tmp", "prog"}).apps.at(0).working_dir, fs::path("/tmp"));
   expect_refused({"--wdir", "", "prog"}, "--wdir requires a directory name");
   expect_refused({"-wd", "/tmp", "--wdir", "/", "prog"}, "--wdir given more than once");
   expect_refused({"--wdir"}, "--wdir requires a value");
@@ -317,12 +375,12 @@ TEST(LaunchOptions, WorkingDirectory) {
   const std::string missing = refusal("none");
   const std::string file = refusal("file");
   fs::current_path(before);
-  EXPECT_EQ(relative.working_dir, dir.path() / "sub");
+  EXPECT_EQ(relative.apps.at(0).working_dir, dir.path() / "sub");
   EXPECT_EQ(missing, "--wdir none: No such file or directory");
   EXPECT_EQ(file, "--wdir file: Not a directory");
   auto unset = run_options({"prog"});
   resolve_working_dir(unset);
-  EXPECT_FALSE(unset.working_dir);
+  EXPECT_FALSE(unset.apps.at(0).working_dir);
 }
 
 TEST(LaunchOptions, AuditDirCreatedPrivate) {

@@ -1177,6 +1177,27 @@ TEST(Sempirun, RanksRunInTheWorkingDirectoryGiven) {
   EXPECT_EQ(not_here.status, 127) << describe(not_here);
 }
 
+// mpirun's MPMD form: each program takes the next ranks, with its own -x and --wdir, and its
+// index in SEMPI_APPNUM (tests/mpi/appnum.c checks MPI_APPNUM and one MPI_COMM_WORLD).
+TEST(Sempirun, ProgramsSeparatedByColonsRunAsOneJob) {
+  TempDir dir;
+  const auto r =
+      run_sempirun({"-n", "1", "-x", "A=1", "/bin/sh", "-c",
+                    "echo \"a $SEMPI_RANK/$SEMPI_SIZE $SEMPI_APPNUM A=$A B=$B\"", ":", "-n", "2",
+                    "-x", "B=2", "--wdir", dir.path().string(), "/bin/sh", "-c",
+                    "echo \"b $SEMPI_RANK/$SEMPI_SIZE $SEMPI_APPNUM A=$A B=$B $(pwd -P)\""});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  const std::string real = fs::canonical(dir.path()).string();
+  EXPECT_TRUE(contains(r.out, "a 0/3 0 A=1 B=\n")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "b 1/3 1 A= B=2 " + real + "\n")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "b 2/3 1 A= B=2 " + real + "\n")) << describe(r);
+
+  // A program of a later context that cannot run is reported as the first one would be.
+  const auto missing = run_sempirun({"true", ":", "/nonexistent/program"});
+  EXPECT_EQ(missing.status, 127) << describe(missing);
+  EXPECT_TRUE(contains(missing.err, "cannot execute /nonexistent/program")) << describe(missing);
+}
+
 TEST(Sempirun, HelpAndVersion) {
   const auto help = run_sempirun({"--help"});
   EXPECT_EQ(help.status, 0);

@@ -25,6 +25,12 @@ foreach(source ${sempi_mpi_test_sources})
       FIXTURES_REQUIRED sempi_mpi_programs TIMEOUT 90)
   endforeach()
 endforeach()
+# mpirun's MPMD form: three programs (one binary, told which it is) in one job, MPI_APPNUM.
+add_test(NAME mpi.appnum.mpmd
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_mpmd_test.sh $<TARGET_FILE:sempirun>
+          ${sempi_mpi_test_dir}/appnum)
+set_tests_properties(mpi.appnum.mpmd PROPERTIES FIXTURES_REQUIRED sempi_mpi_programs TIMEOUT 90)
+
 foreach(source ${sempi_mpi_policy_sources})
   get_filename_component(name ${source} NAME_WE)
   get_filename_component(dir ${source} DIRECTORY)
