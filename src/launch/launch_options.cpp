@@ -28,12 +28,14 @@ constexpr const char* kUsage =
     "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
     "As with mpirun, ':' separates programs of one job (MPMD): each takes the next -n ranks,\n"
     "with its own -n, -x and --wdir (the other options are the job's, wherever given), and\n"
-    "its ranks see its index (0, 1, ...) as MPI_APPNUM. After '--', ':' is an argument.\n"
+    "its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always separates.\n"
     "\n"
     "options:\n"
-    "  -n N, -np N          number of ranks, 1..4096 (default 1); also -c, --n, --np\n"
-    "  -x VAR               forward VAR from this environment to every rank (repeatable)\n"
-    "  -x VAR=VALUE         set VAR=VALUE in every rank's environment (repeatable)\n"
+    "  -n N, -np N          number of ranks of the program, 1..4096 in all (default 1);\n"
+    "                       also -c, --n, --np\n"
+    "  -x VAR               forward VAR from this environment to the program's ranks\n"
+    "                       (repeatable)\n"
+    "  -x VAR=VALUE         set VAR=VALUE in the program's ranks' environment (repeatable)\n"
     "  --policy FILE        the job's policy (JSON, see 'sempi policy check'); default:\n"
     "                       every rank, every operation, every communicator\n"
     "  --audit-dir DIR      the job's audit log directory (mode 0700; must not hold a log\n"
@@ -43,8 +45,10 @@ constexpr const char* kUsage =
     "                       lets 'sempi audit verify --public-key' detect a rewritten log\n"
     "  --timeout SECONDS    tear the job down after SECONDS; exit status 124. Output a\n"
     "                       reader has not taken 5 s after that is discarded\n"
-    "  --wdir DIR           run the ranks in DIR (also -wdir, -wd), where a relative\n"
-    "                       PROGRAM is found too; PWD names it. Default: this directory\n"
+    "  --wdir DIR           run the program's ranks in DIR (also -wdir, -wd), where a\n"
+    "                       relative PROGRAM is found too; links in DIR are resolved when\n"
+    "                       the job starts, and PWD names the result. Default: this\n"
+    "                       directory\n"
     "  --tag-output         prefix every output line with \"[rank R] \"\n"
     "  --stdin R|none       the rank that reads sempirun's standard input (default 0);\n"
     "                       the others read /dev/null. From a terminal, what is typed\n"
@@ -52,23 +56,25 @@ constexpr const char* kUsage =
     "  --oversubscribe      accepted for mpirun's sake: any number of ranks may share\n"
     "                       this host's cores\n"
     "  --allow-run-as-root  accepted for mpirun's sake: sempirun runs as any user\n"
-    "  --bind-to none       accepted for mpirun's sake: ranks are not bound to cores\n"
+    "  --bind-to none       accepted for mpirun's sake: ranks are not bound to cores;\n"
+    "                       so are --map-by slot, core, ... (with :OVERSUBSCRIBE), which\n"
+    "                       place ranks on one host no differently, and -H/--host naming\n"
+    "                       only this host\n"
     "  --help               print this help\n"
     "  --version            print the version\n"
     "  --                   end of options; PROGRAM follows\n"
     "\n"
-    "Options stop at the first argument that is not an option: PROGRAM and its arguments are\n"
-    "passed to the ranks untouched. As with mpirun, a long option may start with one dash\n"
-    "(-np, -wdir, -oversubscribe). mpirun's --mca, -H/--host, --hostfile, --map-by and\n"
-    "--bind-to other than none are refused, each with the reason.\n"
+    "Options stop at the first argument that is not an option: PROGRAM and its arguments,\n"
+    "up to a ':', are passed to the ranks untouched. As with mpirun, a long option may start\n"
+    "with one dash (-np, -wdir, -oversubscribe). mpirun's --mca, --hostfile, other hosts,\n"
+    "other mappings and bindings are refused, each with the reason.\n"
     "\n"
     "Ranks see SEMPI_RANK, SEMPI_SIZE, SEMPI_JOB_ID, SEMPI_LOCAL_RANK, SEMPI_LOCAL_SIZE,\n"
     "SEMPI_APPNUM, SEMPI_BOOTSTRAP_FD (which init removes), SEMPI_LOCAL_DIR (if the job has\n"
     "a socket directory), and Open MPI's OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,\n"
     "_LOCAL_SIZE, _NODE_RANK and OMPI_UNIVERSE_SIZE; stdin: see --stdin; stdout and stderr\n"
-    "are forwarded\n"
-    "line by line (a line without its newline after 0.2 s; a program linked with sempi has\n"
-    "its stdout line-buffered).\n"
+    "are forwarded line by line (a line without its newline after 0.2 s; a program linked\n"
+    "with sempi has its stdout line-buffered).\n"
     "\n"
     "exit status:\n"
     "  0        every rank exited 0 (and every rank that joined the job finalized)\n"
@@ -95,20 +101,11 @@ constexpr const char* kUsage =
 // Names sempirun sets itself; letting -x override them would misdirect a rank.
 // Ours, and the names Open MPI's launcher sets, which programs and tools read before MPI_Init
 // (to pick a GPU, or PyTorch's and Horovod's start-up).
-constexpr std::array<std::string_view, 14> kReservedVariables = {"SEMPI_BOOTSTRAP_FD",
-                                                                 "SEMPI_RANK",
-                                                                 "SEMPI_APPNUM",
-                                                                 "SEMPI_SIZE",
-                                                                 "SEMPI_JOB_ID",
-                                                                 "SEMPI_LOCAL_RANK",
-                                                                 "SEMPI_LOCAL_SIZE",
-                                                                 "SEMPI_LOCAL_DIR",
-                                                                 "OMPI_COMM_WORLD_RANK",
-                                                                 "OMPI_COMM_WORLD_SIZE",
-                                                                 "OMPI_COMM_WORLD_LOCAL_RANK",
-                                                                 "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                                                 "OMPI_COMM_WORLD_NODE_RANK",
-                                                                 "OMPI_UNIVERSE_SIZE"};
+constexpr auto kReservedVariables = std::to_array<std::string_view>(
+    {"SEMPI_BOOTSTRAP_FD", "SEMPI_RANK", "SEMPI_APPNUM", "SEMPI_SIZE", "SEMPI_JOB_ID",
+     "SEMPI_LOCAL_RANK", "SEMPI_LOCAL_SIZE", "SEMPI_LOCAL_DIR", "OMPI_COMM_WORLD_RANK",
+     "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+     "OMPI_COMM_WORLD_NODE_RANK", "OMPI_UNIVERSE_SIZE"});
 
 [[noreturn]] void usage_error(const std::string& message) {
   throw Error(ErrorClass::config, message);
@@ -122,28 +119,71 @@ struct NotTaken {
 };
 constexpr std::string_view kOtherHosts =
     "sempirun runs every rank on this host; it does not start ranks on other hosts";
+constexpr std::string_view kPerHost =
+    "sempirun runs every rank on this host, so ranks per host is ranks: give their number "
+    "with -n";
+constexpr std::string_view kPlacement =
+    "sempirun places the ranks on this host in rank order and does not bind them; it takes "
+    "--map-by with a plain object (slot, core, ...) and :OVERSUBSCRIBE, nothing else";
 constexpr std::string_view kNoBinding =
     "sempirun does not bind ranks to cores (they run as under --bind-to none, which it takes)";
 constexpr std::string_view kNoMca =
     "sempi has no MCA components; its settings are the ranks' SEMPI_* variables (README, "
     "\"Tuning knobs\"), set with -x";
-constexpr std::array<NotTaken, 15> kNotTaken = {{
+constexpr auto kNotTaken = std::to_array<NotTaken>({
     {"--mca", kNoMca},
     {"--gmca", kNoMca},
-    {"-H", kOtherHosts},
-    {"--host", kOtherHosts},
     {"--hostfile", kOtherHosts},
     {"--machinefile", kOtherHosts},
     {"--default-hostfile", kOtherHosts},
-    {"--npernode", kOtherHosts},
-    {"-N", kOtherHosts},
-    {"--map-by", kNoBinding},
-    {"--rank-by", kNoBinding},
+    {"--npernode", kPerHost},
+    {"-N", kPerHost},
+    {"--rank-by", kPlacement},
     {"--cpus-per-proc", kNoBinding},
     {"--bind-to-core", kNoBinding},
     {"--report-bindings", kNoBinding},
     {"--cpu-set", kNoBinding},
-}};
+});
+
+// True if every host of a -H/--host list ("a,b:4") is this one: the list then changes
+// nothing (a CI script's "-H localhost:4").
+bool names_only_this_host(std::string_view hosts) {
+  char name[256] = {};
+  const bool have_name = ::gethostname(name, sizeof name - 1) == 0;
+  for (std::size_t start = 0; start <= hosts.size();) {
+    const std::size_t comma = std::min(hosts.find(',', start), hosts.size());
+    std::string_view host = hosts.substr(start, comma - start);
+    const auto colon = host.rfind(':');
+    if (colon != std::string_view::npos && colon + 1 < host.size() &&
+        host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
+      host = host.substr(0, colon);  // "host:slots"
+    }
+    if (host != "localhost" && host != "127.0.0.1" && !(have_name && host == name)) return false;
+    start = comma + 1;
+  }
+  return true;
+}
+
+// True for a --map-by that places ranks on one host as sempirun does anyway: an object
+// ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier; no PE=n, span or file.
+bool plain_mapping(std::string_view policy) {
+  const std::size_t colon = policy.find(':');
+  const std::string_view object = policy.substr(0, colon);
+  constexpr auto kObjects =
+      std::to_array<std::string_view>({"", "slot", "hwthread", "core", "l1cache", "l2cache",
+                                       "l3cache", "socket", "numa", "board", "node"});
+  if (std::find(kObjects.begin(), kObjects.end(), object) == kObjects.end()) return false;
+  return colon == std::string_view::npos ? !object.empty()
+                                         : policy.substr(colon + 1) == "OVERSUBSCRIBE";
+}
+
+// The option `arg` is, without an inline value: mpirun takes its long options with one dash
+// too (-np, -wdir), so "-word" is "--word".
+std::string canonical_flag(const std::string& arg, const std::string& flag) {
+  const bool one_dash_long =
+      !arg.starts_with("--") && arg.size() > 2 && arg.find('=') == std::string::npos;
+  return one_dash_long ? "-" + arg : flag;
+}
 
 const NotTaken* not_taken(std::string_view flag) {
   for (const auto& o : kNotTaken) {
@@ -210,7 +250,6 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
     return args[++i];
   };
 
-  bool literal = false;  // after "--": the rest is the program and its arguments, ':' too
   std::uint64_t ranks = 0;
   for (;;) {  // one application context per round: its options, then its program
     AppContext& app = options.apps.emplace_back();
@@ -219,7 +258,6 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       const std::string& arg = args[i];
       if (arg == "--") {
         ++i;
-        literal = true;
         break;
       }
       if (arg.size() < 2 || arg[0] != '-') break;  // the program ("-" alone is not an option)
@@ -232,11 +270,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
           inline_value = arg.substr(eq + 1);
         }
       }
-      // What the option is; `flag` stays as given, for messages. mpirun takes its long options
-      // with one dash too (-np, -wdir).
-      const std::string key =
-          !arg.starts_with("--") && arg.size() > 2 && arg.find('=') == std::string::npos ? "-" + arg
-                                                                                         : flag;
+      const std::string key = canonical_flag(arg, flag);  // `flag` stays as given, for messages
       const auto no_value = [&] {
         if (inline_value) usage_error(flag + " does not take a value");
       };
@@ -311,6 +345,15 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
         if (const std::string value = take_value(flag, inline_value); value != "none") {
           usage_error(flag + " " + value + ": " + std::string(kNoBinding));
         }
+      } else if (key == "--map-by") {
+        if (const std::string value = take_value(flag, inline_value); !plain_mapping(value)) {
+          usage_error(flag + " " + value + ": " + std::string(kPlacement));
+        }
+      } else if (key == "-H" || key == "--host") {
+        const std::string value = take_value(flag, inline_value);
+        if (!names_only_this_host(value)) {
+          usage_error(flag + " " + value + ": " + std::string(kOtherHosts));
+        }
       } else if (const NotTaken* o = not_taken(key); o != nullptr) {
         usage_error(flag + ": " + std::string(o->why));
       } else {
@@ -318,9 +361,10 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       }
     }
 
-    // The program and its arguments: up to the next ':' (as mpirun), or all that is left.
+    // The program and its arguments: up to the next ':' (as mpirun, even after "--"), or all
+    // that is left.
     std::size_t end = i;
-    while (end < args.size() && (literal || args[end] != ":")) ++end;
+    while (end < args.size() && args[end] != ":") ++end;
     app.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i),
                        args.begin() + static_cast<std::ptrdiff_t>(end));
     if (app.program.empty()) {
@@ -389,23 +433,21 @@ namespace {
 
 void resolve_working_dir(std::optional<std::filesystem::path>& working_dir) {
   if (!working_dir) return;
-  const std::string given = working_dir->string();
+  const std::string given = working_dir->string();  // escaped where it is printed
+  // Resolved now, links and "..", as the kernel does (so "link/.." is the link's parent, as
+  // for mpirun): what the ranks change to and where their program is checked is then one
+  // directory, which a link another user swaps later cannot redirect.
   std::error_code ec;
-  // Normalised as a shell's cd does ("a/../b" is b), so that PWD reads as the user expects.
-  auto absolute = std::filesystem::absolute(*working_dir, ec).lexically_normal();
-  if (!absolute.has_filename() && absolute.has_relative_path()) absolute = absolute.parent_path();
+  const auto resolved = std::filesystem::canonical(*working_dir, ec);
+  if (ec) throw Error(ErrorClass::config, "--wdir " + given + ": " + ec.message());
   struct stat st {};
-  if (ec || ::stat(absolute.c_str(), &st) != 0) {
-    throw Error(ErrorClass::config,
-                "--wdir " + given + ": " + (ec ? ec.message() : std::strerror(errno)));
-  }
-  if (!S_ISDIR(st.st_mode)) {
+  if (::stat(resolved.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(ENOTDIR));
   }
-  if (::access(absolute.c_str(), X_OK) != 0) {
+  if (::access(resolved.c_str(), X_OK) != 0) {
     throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
   }
-  working_dir = absolute;
+  working_dir = resolved;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
-// sempirun's command line: mpirun-style short flags, then the program and its arguments, which
-// pass through untouched. Parsing is pure (no filesystem access) so tests can cover every error;
-// load_policy() and prepare_audit_dir() do the checks that touch the filesystem.
+// sempirun's command line: mpirun-style flags, then the program and its arguments, which pass
+// through untouched up to a ':' that starts the next program's part (MPMD). Parsing is pure (no
+// filesystem access) so tests can cover every error; load_policy(), prepare_audit_dir() and
+// resolve_working_dir() do the checks that touch the filesystem.
 
 #include <chrono>
 #include <cstdint>
@@ -63,7 +64,7 @@ struct LaunchOptions {
   /// SEMPI_START_TIMEOUT (set by resolve_start_timeout).
   std::chrono::seconds start_timeout = kDefaultStartTimeout;
 
-  /// The index in `apps` of the context `rank` belongs to.
+  /// The index in `apps` of the context `rank` (below `size`) belongs to.
   [[nodiscard]] std::size_t app_of(std::uint32_t rank) const;
 };
 

@@ -387,7 +387,21 @@ class Launcher::Job {
     // Several ranks share our stdout: pieces without a newline get one, so lines never join.
     const bool terminate = options_.tag_output || options_.size > 1;
     ranks_.reserve(options_.size);
-    for (std::uint32_t r = 0; r < options_.size; ++r) {
+    // Every program is looked up before any rank starts: one that cannot run (a typo, most
+    // often) ends the job before the ranks of the programs before it have started.
+    std::uint32_t startable = options_.size;
+    for (std::size_t a = 0, first = 0; a < options_.apps.size(); first += options_.apps[a++].size) {
+      const AppContext& app = options_.apps[a];
+      try {
+        (void)find_program(app.program.front(), app_env[a], app.working_dir.value_or(""));
+      } catch (const CannotExecute& e) {
+        report("error: " + printable_lines(e.what()));
+        cause(e.shell_status(), "sempirun could not start rank " + std::to_string(first), true);
+        startable = 0;
+        break;
+      }
+    }
+    for (std::uint32_t r = 0; r < startable; ++r) {
       const std::size_t a = options_.app_of(r);
       const AppContext& app = options_.apps[a];
       SpawnRequest request;
@@ -426,13 +440,13 @@ class Launcher::Job {
         pid_to_rank_[ranks_.back()->process.pid()] = r;
         ++running_;
       } catch (const CannotExecute& e) {
-        // Not a rank's failure: the job could not be started as asked (usually a typo in the
-        // program name, identical for every rank, so rank 0 reports it before any other runs).
-        report("error: " + std::string(e.what()));
+        // Not a rank's failure: the job could not be started as asked (the program changed
+        // since it was looked up above).
+        report("error: " + printable_lines(e.what()));
         cause(e.shell_status(), "sempirun could not start rank " + std::to_string(r), true);
         break;
       } catch (const Error& e) {
-        report("error: " + std::string(e.what()));
+        report("error: " + printable_lines(e.what()));
         cause(kExitUsage, "sempirun could not start rank " + std::to_string(r), true);
         break;
       }
@@ -652,7 +666,8 @@ class Launcher::Job {
       }
     }
     // The shell's name for the working directory: with --wdir, the ranks', as under mpirun.
-    if (app.working_dir) {
+    // (-x PWD=... is the user's to give.)
+    if (app.working_dir && overridden.count("PWD") == 0) {
       std::erase_if(env, [](const std::string& entry) { return variable_name(entry) == "PWD"; });
       env.push_back("PWD=" + app.working_dir->string());
     }

@@ -81,7 +81,8 @@ namespace {
 std::string find_program(const std::string& program, const std::vector<std::string>& env,
                          const std::filesystem::path& working_dir) {
   if (program.empty()) cannot_find("''", ENOENT);
-  // Where the rank's exec would look for a relative name: in the directory it runs in.
+  // Where the rank's exec, made in the directory it runs in, would look for a relative name.
+  // Checked there; returned as it is, for that exec (its argv[0] as mpirun's ranks see it).
   const auto in_working_dir = [&](const std::string& name) {
     return working_dir.empty() || name.starts_with('/') ? name : (working_dir / name).string();
   };
@@ -89,7 +90,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
   if (program.find('/') != std::string::npos) {
     const std::string file = in_working_dir(program);
     if (const int error = executable(file, exists); error != 0) cannot_find(program, error);
-    return file;
+    return program;
   }
   int found_but = ENOENT;
   const std::string path = path_of(env);
@@ -97,8 +98,8 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     const std::size_t end = path.find(':', start);
     std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
     if (dir.empty()) dir = ".";
-    std::string candidate = in_working_dir(dir + "/" + program);
-    const int error = executable(candidate, exists);
+    std::string candidate = dir + "/" + program;
+    const int error = executable(in_working_dir(candidate), exists);
     if (error == 0) return candidate;
     // Only a file that is there but cannot be run counts, as for a shell: what cannot be
     // looked at (a directory of PATH that cannot be searched) and directories are skipped.
@@ -119,7 +120,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
                     " (found only as " + here + ", which another user could have put there: " +
                         *why + "; give " + here + " to run it)");
       }
-      return file;
+      return here;
     }
     if (exists && error != EISDIR) found_but = error;
   }

@@ -39,9 +39,9 @@ inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as 
 /// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,
 /// the file is chosen once: an exec that fails where access() said it could run (a security
 /// module's denial) does not move on to the next PATH entry.
-/// `working_dir` (absolute; empty: this process's) is the directory the rank will run in:
-/// relative names (the program's, PATH entries, "./PROGRAM") are looked for there, as the
-/// rank's exec would, and come back joined to it.
+/// `working_dir` (absolute; empty: this process's) is the directory the rank will run in and
+/// exec from: relative names (the program's, PATH entries, "./PROGRAM") are looked for there,
+/// and come back relative, for that exec.
 std::string find_program(const std::string& program, const std::vector<std::string>& env,
                          const std::filesystem::path& working_dir = {});
 

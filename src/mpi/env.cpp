@@ -198,8 +198,10 @@ const int kAttrWtimeIsGlobal = 0;
 int g_appnum = 0;  // MPI_APPNUM: this rank's program among sempirun's ':'-separated ones
 
 // The index sempirun gives the rank's program (SEMPI_APPNUM); 0 for a program started
-// otherwise, or if the value is not one sempirun would set.
+// otherwise, or if the value is not one sempirun would set. Called before init removes
+// SEMPI_BOOTSTRAP_FD: a process a rank started inherits SEMPI_APPNUM, not its rank.
 int appnum_from_launcher() {
+  if (std::getenv(launch::kBootstrapFdVariable) == nullptr) return 0;
   const char* value = std::getenv(launch::kAppnumVariable);
   if (value == nullptr || *value == '\0') return 0;
   int appnum = 0;
@@ -628,6 +630,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE) {
       fail(MPI_ERR_ARG, "invalid thread level " + std::to_string(required));
     }
+    const int appnum = appnum_from_launcher();
     if (argc != nullptr && argv != nullptr) {
       g_environment = std::make_unique<sempi::Environment>(*argc, *argv);
     } else {
@@ -636,7 +639,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
     sempi_mpi_comm_world.comm = sempi::world();
     sempi_mpi_comm_self.comm = sempi::self();
     g_universe_size = sempi_mpi_comm_world.comm.size();
-    g_appnum = appnum_from_launcher();
+    g_appnum = appnum;
     g_main_thread = std::this_thread::get_id();
     g_active = true;
     g_init_pid = ::getpid();

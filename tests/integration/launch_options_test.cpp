@@ -113,16 +113,31 @@ TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
                  "--bind-to core: sempirun does not bind ranks to cores (they run as under "
                  "--bind-to none, which it takes)");
   expect_refused({"--bind-to"}, "--bind-to requires a value");
+  // Placement on one host that changes nothing is accepted; the rest is refused with why.
+  EXPECT_EQ(run_options({"--map-by", "core", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"--map-by", ":OVERSUBSCRIBE", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"-map-by", "slot:OVERSUBSCRIBE", "prog"}).size, 1u);
+  expect_refused({"--map-by", "ppr:2:node", "prog"}, "--map-by ppr:2:node: sempirun places");
+  expect_refused({"--map-by", "core:PE=2", "prog"}, "--map-by core:PE=2: sempirun places");
+  expect_refused({"--map-by", ":", "prog"}, "sempirun places");
+  EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "4", "prog"}).size, 4u);
+  EXPECT_EQ(run_options({"--host", "localhost,127.0.0.1:2", "prog"}).size, 1u);
+  expect_refused({"--host", "localhost,node2", "prog"},
+                 "--host localhost,node2: sempirun runs every rank on this host");
+  expect_refused({"-H", "", "prog"}, "sempirun runs every rank on this host");
+  expect_refused({"-N", "4", "prog"},
+                 "-N: sempirun runs every rank on this host, so ranks per "
+                 "host is ranks: give their number with -n");
   expect_refused({"--mca", "btl", "self,tcp", "prog"},
                  "--mca: sempi has no MCA components; its settings are the ranks' SEMPI_* "
                  "variables");
   expect_refused({"-mca", "btl", "self,tcp", "prog"}, "-mca: sempi has no MCA components");
   expect_refused({"-H", "node1,node2", "prog"},
-                 "-H: sempirun runs every rank on this host; it does not start ranks on other "
-                 "hosts");
+                 "-H node1,node2: sempirun runs every rank on this host; it does not start ranks "
+                 "on other hosts");
   expect_refused({"--hostfile", "hosts", "prog"}, "--hostfile: sempirun runs every rank on");
   expect_refused({"-machinefile", "hosts", "prog"}, "-machinefile: sempirun runs every rank on");
-  expect_refused({"--map-by=core", "prog"}, "--map-by: sempirun does not bind ranks");
+  expect_refused({"--rank-by", "core", "prog"}, "--rank-by: sempirun places the ranks");
   expect_refused({"--report-bindings", "prog"}, "--report-bindings: sempirun does not bind");
 }
 
@@ -257,10 +272,12 @@ TEST(LaunchOptions, ProgramsSeparatedByColonsShareOneJob) {
   EXPECT_EQ(o.app_of(3), 1u);
   EXPECT_EQ(o.app_of(4), 2u);
 
-  // After "--", ':' is an argument like any other.
-  EXPECT_EQ(run_options({"-n", "2", "--", "prog", ":", "x"}).apps.size(), 1u);
-  EXPECT_EQ(run_options({"--", "prog", ":", "-n", "2", "x"}).apps.at(0).program,
-            (std::vector<std::string>{"prog", ":", "-n", "2", "x"}));
+  // As under mpirun, ':' separates after "--" too; "--" ends only its own context's options.
+  const auto dashes = run_options({"-n", "2", "--", "prog", ":", "-n", "3", "--", "-x"});
+  ASSERT_EQ(dashes.apps.size(), 2u);
+  EXPECT_EQ(dashes.apps[0].program, std::vector<std::string>{"prog"});
+  EXPECT_EQ(dashes.apps[1].size, 3u);
+  EXPECT_EQ(dashes.apps[1].program, std::vector<std::string>{"-x"});
   // Per program, -n and --wdir once; the job's options once in all.
   EXPECT_EQ(run_options({"-n", "2", "a", ":", "-n", "2", "b"}).size, 4u);
   EXPECT_EQ(run_options({"--stdin", "3", "-n", "2", "a", ":", "-n", "2", "b"}).stdin_rank, 3u);
@@ -356,11 +373,12 @@ TEST(LaunchOptions, WorkingDirectory) {
   expect_refused({"--wdir"}, "--wdir requires a value");
 
   TempDir dir;
-  fs::create_directory(dir.path() / "sub");
   write_text(dir.path() / "file", "x");
   const fs::path before = fs::current_path();
   fs::current_path(dir.path());
-  auto relative = run_options({"--wdir", "file/../sub/", "prog"});
+  fs::create_directories(dir.path() / "sub" / "deeper");
+  fs::create_directory_symlink(dir.path() / "sub" / "deeper", dir.path() / "link");
+  auto relative = run_options({"--wdir", "link/../", "prog"});  // the link's parent: sub
   resolve_working_dir(relative);
   const auto refusal = [](const std::string& given) -> std::string {
     auto o = run_options({"--wdir", given, "prog"});
@@ -374,10 +392,12 @@ TEST(LaunchOptions, WorkingDirectory) {
   };
   const std::string missing = refusal("none");
   const std::string file = refusal("file");
+  const std::string through_a_file = refusal("file/../sub");  // as the kernel (and cd) sees it
   fs::current_path(before);
-  EXPECT_EQ(relative.apps.at(0).working_dir, dir.path() / "sub");
+  EXPECT_EQ(relative.apps.at(0).working_dir, fs::canonical(dir.path() / "sub"));
   EXPECT_EQ(missing, "--wdir none: No such file or directory");
   EXPECT_EQ(file, "--wdir file: Not a directory");
+  EXPECT_EQ(through_a_file, "--wdir file/../sub: Not a directory");
   auto unset = run_options({"prog"});
   resolve_working_dir(unset);
   EXPECT_FALSE(unset.apps.at(0).working_dir);

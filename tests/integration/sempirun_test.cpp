@@ -1155,15 +1155,16 @@ TEST(Sempirun, RanksRunInTheWorkingDirectoryGiven) {
   TempDir dir;
   const fs::path wdir = dir.path() / "wdir";
   fs::create_directories(wdir / "bin");
-  std::ofstream(wdir / "bin" / "where") << "#!/bin/sh\necho \"$SEMPI_RANK $(pwd -P) $PWD\"\n";
+  std::ofstream(wdir / "bin" / "where") << "#!/bin/sh\necho \"$SEMPI_RANK $(pwd -P) $PWD $0\"\n";
   ::chmod((wdir / "bin" / "where").c_str(), 0700);
   ProcessSetup elsewhere;
   elsewhere.cwd = dir.path();
   const auto r = run_sempirun({"-n", "2", "--wdir", "wdir", "bin/where"}, {}, elsewhere);
   EXPECT_EQ(r.status, 0) << describe(r);
   const std::string real = fs::canonical(wdir).string();
-  EXPECT_TRUE(contains(r.out, "0 " + real + " " + wdir.string() + "\n")) << describe(r);
-  EXPECT_TRUE(contains(r.out, "1 " + real + " " + wdir.string() + "\n")) << describe(r);
+  // $0 as given, as under mpirun: the rank execs it from its directory.
+  EXPECT_TRUE(contains(r.out, "0 " + real + " " + real + " bin/where\n")) << describe(r);
+  EXPECT_TRUE(contains(r.out, "1 " + real + " " + real + " bin/where\n")) << describe(r);
   // The default audit directory stays where sempirun runs.
   EXPECT_TRUE(fs::is_directory(dir.path() / "sempi-audit")) << describe(r);
   EXPECT_FALSE(fs::exists(wdir / "sempi-audit"));
@@ -1192,10 +1193,17 @@ TEST(Sempirun, ProgramsSeparatedByColonsRunAsOneJob) {
   EXPECT_TRUE(contains(r.out, "b 1/3 1 A= B=2 " + real + "\n")) << describe(r);
   EXPECT_TRUE(contains(r.out, "b 2/3 1 A= B=2 " + real + "\n")) << describe(r);
 
-  // A program of a later context that cannot run is reported as the first one would be.
-  const auto missing = run_sempirun({"true", ":", "/nonexistent/program"});
+  // A program of a later context that cannot run is reported as the first one would be,
+  // before any rank of the first has started. (SIGTERM ignored from the start, ranks that
+  // did start would live 2 s into the teardown: time to leave their mark.)
+  const auto missing =
+      run_sempirun({"-n", "2", "--wdir", dir.path().string(), "/bin/sh", "-c",
+                    "touch started.$SEMPI_RANK", ":", "/nonexistent/program"},
+                   {}, {.cwd = {}, .unlimited_core = false, .ignored_signals = {SIGTERM}});
   EXPECT_EQ(missing.status, 127) << describe(missing);
   EXPECT_TRUE(contains(missing.err, "cannot execute /nonexistent/program")) << describe(missing);
+  EXPECT_FALSE(fs::exists(dir.path() / "started.0"));
+  EXPECT_FALSE(fs::exists(dir.path() / "started.1"));
 }
 
 TEST(Sempirun, HelpAndVersion) {

@@ -17,7 +17,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <future>
+#include <iterator>
 #include <thread>
 
 #include "core/higher_rank_acceptor.hpp"
@@ -295,7 +297,16 @@ TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
   transport::Listener listener(loopback_any_port());
   int go[2];  // the child dials once a byte arrives, or leaves at end of file
   ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
-  const pid_t dialer = ::fork();  // while this process has one thread: the child may use locks
+  // Forked while this process has one thread, so the child may take locks (malloc's, ...).
+  const auto threads = std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                     std::filesystem::directory_iterator());
+#if defined(__SANITIZE_THREAD__)
+  const long own_threads = 2;  // and TSan's background thread, which it forks safely
+#else
+  const long own_threads = 1;
+#endif
+  ASSERT_EQ(threads, own_threads) << "a thread of an earlier test is still running";
+  const pid_t dialer = ::fork();
   ASSERT_GE(dialer, 0) << std::strerror(errno);
   if (dialer == 0) {
     ::close(go[1]);
@@ -353,6 +364,7 @@ TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
   };
   const char byte = 1;
   const bool dialing = ::write(go_signal.get(), &byte, 1) == 1;
+  const int write_error = errno;
   const auto give_up = transport::Clock::now() + 30s;
   while (dialing && !every_descriptor_taken() && transport::Clock::now() < give_up) {
     std::this_thread::yield();  // polled, bounded: until the acceptor holds the last one
@@ -360,7 +372,7 @@ TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
   const bool all_taken = every_descriptor_taken();
   spare.clear();
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-  ASSERT_TRUE(dialing) << std::strerror(errno);
+  ASSERT_TRUE(dialing) << std::strerror(write_error);
   EXPECT_TRUE(all_taken) << "the acceptor never held the last descriptor";
   EXPECT_EQ(rank0.result.get(), "");
   EXPECT_NE(rank0.accepted[1], nullptr);
