@@ -632,7 +632,6 @@ class Launcher::Job {
     }
   }
 
-  // The environment every rank starts from: ours, minus the variables we set per rank, plus -x.
   // What each application context runs, and on which ranks, for job.start.
   nlohmann::ordered_json apps_record() const {
     nlohmann::ordered_json apps = nlohmann::ordered_json::array();
@@ -645,6 +644,8 @@ class Launcher::Job {
     return apps;
   }
 
+  // The environment a context's ranks start from: ours, minus the variables we set per rank,
+  // plus the context's -x.
   std::vector<std::string> build_base_env(const AppContext& app) const {
     std::set<std::string> overridden;
     for (const auto& setting : app.env) overridden.insert(setting.name);
