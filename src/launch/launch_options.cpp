@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -145,9 +146,19 @@ constexpr auto kNotTaken = std::to_array<NotTaken>({
     {"--cpu-set", kNoBinding},
 });
 
+// Equal, ignoring ASCII case.
+bool same_text(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // True if every host of a -H/--host list ("a,b:4") is this one: the list then changes
-// nothing (a CI script's "-H localhost:4").
+// nothing (a CI script's "-H localhost:4"). Empty entries ("a,") are skipped, as by mpirun;
+// an empty list names no host.
 bool names_only_this_host(std::string_view hosts) {
+  bool named = false;
   char name[256] = {};
   const bool have_name = ::gethostname(name, sizeof name - 1) == 0;
   for (std::size_t start = 0; start <= hosts.size();) {
@@ -158,23 +169,30 @@ bool names_only_this_host(std::string_view hosts) {
         host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
       host = host.substr(0, colon);  // "host:slots"
     }
-    if (host != "localhost" && host != "127.0.0.1" && !(have_name && host == name)) return false;
+    if (!host.empty()) {
+      const bool here = same_text(host, "localhost") || host == "127.0.0.1" ||
+                        (have_name && same_text(host, name));  // host names ignore case
+      if (!here) return false;
+      named = true;
+    }
     start = comma + 1;
   }
-  return true;
+  return named;
 }
 
 // True for a --map-by that places ranks on one host as sempirun does anyway: an object
-// ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier; no PE=n, span or file.
+// ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier, in any case, as mpirun takes
+// them; no PE=n, span or file.
 bool plain_mapping(std::string_view policy) {
   const std::size_t colon = policy.find(':');
   const std::string_view object = policy.substr(0, colon);
   constexpr auto kObjects =
       std::to_array<std::string_view>({"", "slot", "hwthread", "core", "l1cache", "l2cache",
                                        "l3cache", "socket", "numa", "board", "node"});
-  if (std::find(kObjects.begin(), kObjects.end(), object) == kObjects.end()) return false;
+  const auto known = [&](std::string_view o) { return same_text(o, object); };
+  if (std::none_of(kObjects.begin(), kObjects.end(), known)) return false;
   return colon == std::string_view::npos ? !object.empty()
-                                         : policy.substr(colon + 1) == "OVERSUBSCRIBE";
+                                         : same_text(policy.substr(colon + 1), "OVERSUBSCRIBE");
 }
 
 // The option `arg` is, without an inline value: mpirun takes its long options with one dash

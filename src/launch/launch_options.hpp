@@ -76,8 +76,8 @@ struct ParsedCommandLine {
 };
 
 /// Parses the arguments after argv[0]: options, a program and its arguments, then, after a
-/// ':' argument, another context's options and program (mpirun's MPMD form; after '--', ':'
-/// is an argument like any other). Throws sempi::Error(config) with a one-line message for
+/// ':' argument, another context's options and program (mpirun's MPMD form; as there, ':'
+/// separates even after '--'). Throws sempi::Error(config) with a one-line message for
 /// an unknown flag, a missing or malformed value, a missing program, or a reserved -x name.
 ParsedCommandLine parse_launch_options(std::span<const std::string> args);
 

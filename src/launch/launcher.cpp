@@ -666,9 +666,9 @@ class Launcher::Job {
         report("warning: -x " + setting.name + ": not set in this environment; not forwarded");
       }
     }
-    // The shell's name for the working directory: with --wdir, the ranks', as under mpirun.
-    // (-x PWD=... is the user's to give.)
-    if (app.working_dir && overridden.count("PWD") == 0) {
+    // The shell's name for the working directory: with --wdir, the ranks' (over -x PWD=...
+    // too), as under mpirun.
+    if (app.working_dir) {
       std::erase_if(env, [](const std::string& entry) { return variable_name(entry) == "PWD"; });
       env.push_back("PWD=" + app.working_dir->string());
     }

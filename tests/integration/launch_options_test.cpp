@@ -122,6 +122,9 @@ TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
   expect_refused({"--map-by", ":", "prog"}, "sempirun places");
   EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "4", "prog"}).size, 4u);
   EXPECT_EQ(run_options({"--host", "localhost,127.0.0.1:2", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"-H", "LOCALHOST,", "prog"}).size, 1u);  // as mpirun takes it
+  EXPECT_EQ(run_options({"--map-by", "L3cache", "--map-by=core:oversubscribe", "prog"}).size, 1u);
+  expect_refused({"-H", ",", "prog"}, "sempirun runs every rank on this host");
   expect_refused({"--host", "localhost,node2", "prog"},
                  "--host localhost,node2: sempirun runs every rank on this host");
   expect_refused({"-H", "", "prog"}, "sempirun runs every rank on this host");

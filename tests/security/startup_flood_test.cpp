@@ -301,11 +301,17 @@ TEST(StartupFlood, AConnectionAcceptedWithoutADescriptorToSpareWaitsForOne) {
   const auto threads = std::distance(std::filesystem::directory_iterator("/proc/self/task"),
                                      std::filesystem::directory_iterator());
 #if defined(__SANITIZE_THREAD__)
-  const long own_threads = 2;  // and TSan's background thread, which it forks safely
+  const long own_threads = 2;  // and TSan's background thread, once any thread was made
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  const long own_threads = 2;
 #else
   const long own_threads = 1;
 #endif
-  ASSERT_EQ(threads, own_threads) << "a thread of an earlier test is still running";
+#else
+  const long own_threads = 1;
+#endif
+  ASSERT_LE(threads, own_threads) << "a thread of an earlier test is still running";
   const pid_t dialer = ::fork();
   ASSERT_GE(dialer, 0) << std::strerror(errno);
   if (dialer == 0) {
