@@ -292,6 +292,14 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       const auto no_value = [&] {
         if (inline_value) usage_error(flag + " does not take a value");
       };
+      // A path option: given once (`name` in the messages), not empty.
+      const auto take_path = [&](std::optional<std::filesystem::path>& slot,
+                                 const std::string& name, const char* what) {
+        if (slot) usage_error(name + " given more than once");
+        const std::string value = take_value(flag, inline_value);
+        if (value.empty()) usage_error(name + " requires " + what);
+        slot = value;
+      };
 
       if (key == "-h" || key == "--help") {
         no_value();
@@ -312,30 +320,17 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
       } else if (key == "-x") {
         app.env.push_back(parse_env_setting(take_value(flag, inline_value)));
       } else if (key == "--policy") {
-        if (options.policy_file) usage_error("--policy given more than once");
-        const std::string value = take_value(flag, inline_value);
-        if (value.empty()) usage_error("--policy requires a file name");
-        options.policy_file = value;
+        take_path(options.policy_file, key, "a file name");
       } else if (key == "--audit-dir") {
-        if (options.audit_dir) usage_error("--audit-dir given more than once");
-        const std::string value = take_value(flag, inline_value);
-        if (value.empty()) usage_error("--audit-dir requires a directory name");
-        options.audit_dir = value;
+        take_path(options.audit_dir, key, "a directory name");
       } else if (key == "--audit-key-out") {
-        if (options.audit_key_out) usage_error("--audit-key-out given more than once");
-        const std::string value = take_value(flag, inline_value);
-        if (value.empty()) usage_error("--audit-key-out requires a file name");
-        options.audit_key_out = value;
+        take_path(options.audit_key_out, key, "a file name");
       } else if (key == "--timeout") {
         if (options.timeout) usage_error("--timeout given more than once");
         options.timeout = std::chrono::seconds(
             parse_decimal(take_value(flag, inline_value), 1, kMaxTimeoutSeconds, "--timeout"));
       } else if (key == "--wdir" || key == "--wd") {
-        // Open MPI's spellings (and -wdir, -wd).
-        if (app.working_dir) usage_error(flag + " given more than once");
-        const std::string value = take_value(flag, inline_value);
-        if (value.empty()) usage_error(flag + " requires a directory name");
-        app.working_dir = value;
+        take_path(app.working_dir, flag, "a directory name");  // Open MPI's (and -wdir, -wd)
       } else if (key == "--tag-output") {
         no_value();
         options.tag_output = true;
