@@ -387,13 +387,15 @@ class Launcher::Job {
     // Several ranks share our stdout: pieces without a newline get one, so lines never join.
     const bool terminate = options_.tag_output || options_.size > 1;
     ranks_.reserve(options_.size);
-    // Every program is looked up before any rank starts: one that cannot run (a typo, most
-    // often) ends the job before the ranks of the programs before it have started.
+    // Every program is looked up once, before any rank starts: one that cannot run (a typo,
+    // most often) ends the job before the ranks of the programs before it have started.
     std::uint32_t startable = options_.size;
+    std::vector<std::string> app_program;  // the file each context's ranks exec
     for (std::size_t a = 0, first = 0; a < options_.apps.size(); first += options_.apps[a++].size) {
       const AppContext& app = options_.apps[a];
       try {
-        (void)find_program(app.program.front(), app_env[a], app.working_dir.value_or(""));
+        app_program.push_back(
+            find_program(app.program.front(), app_env[a], app.working_dir.value_or("")));
       } catch (const CannotExecute& e) {
         report("error: " + printable_lines(e.what()));
         cause(e.shell_status(), "sempirun could not start rank " + std::to_string(first), true);
@@ -406,6 +408,7 @@ class Launcher::Job {
       const AppContext& app = options_.apps[a];
       SpawnRequest request;
       request.argv = app.program;
+      request.program = app_program[a];
       request.env = app_env[a];
       request.env.push_back(std::string(kAppnumVariable) + "=" + std::to_string(a));
       request.env.push_back("SEMPI_RANK=" + std::to_string(r));
@@ -440,8 +443,8 @@ class Launcher::Job {
         pid_to_rank_[ranks_.back()->process.pid()] = r;
         ++running_;
       } catch (const CannotExecute& e) {
-        // Not a rank's failure: the job could not be started as asked (the program changed
-        // since it was looked up above).
+        // Not a rank's failure: the job could not be started as asked (exec failed where
+        // the look-up above found a program: it changed since, or its #! interpreter).
         report("error: " + printable_lines(e.what()));
         cause(e.shell_status(), "sempirun could not start rank " + std::to_string(r), true);
         break;

@@ -133,9 +133,10 @@ std::string ExitStatus::describe() const {
 
 RankProcess RankProcess::spawn(const SpawnRequest& request) {
   if (request.argv.empty()) throw Error(ErrorClass::arg, "spawn: empty argv");
+  if (request.program.empty()) throw Error(ErrorClass::arg, "spawn: no program to exec");
 
   // Everything the child needs is prepared before fork: the child must not allocate.
-  const std::string program = find_program(request.argv[0], request.env, request.working_dir);
+  const std::string& program = request.program;
   std::vector<char*> argv;
   for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

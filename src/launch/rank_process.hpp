@@ -41,7 +41,9 @@ struct ExitStatus {
 };
 
 struct SpawnRequest {
-  std::vector<std::string> argv;  ///< argv[0] is searched in env's PATH (find_program)
+  std::vector<std::string> argv;
+  /// The file to exec: find_program's answer for argv[0], in env's PATH and working_dir.
+  std::string program;
   std::vector<std::string> env;   ///< complete environment, "NAME=VALUE"
   /// RLIMIT_NOFILE to restore in the child (the launcher raises its own soft limit).
   std::optional<rlimit> nofile_limit;
