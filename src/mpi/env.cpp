@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <thread>
 
 #include "coll/schedule.hpp"
+#include "common/env_number.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "mpi/datatype_envelope.hpp"
 #include "mpi/errhandler.hpp"
@@ -198,18 +200,12 @@ const int kAttrWtimeIsGlobal = 0;
 int g_appnum = 0;  // MPI_APPNUM: this rank's program among sempirun's ':'-separated ones
 
 // The index sempirun gives the rank's program (SEMPI_APPNUM); 0 for a program started
-// otherwise, or if the value is not one sempirun would set. Called before init removes
-// SEMPI_BOOTSTRAP_FD: a process a rank started inherits SEMPI_APPNUM, not its rank.
+// otherwise. Called before init removes SEMPI_BOOTSTRAP_FD: a process a rank started inherits
+// SEMPI_APPNUM, not its rank. A value sempirun would not set fails init, as other SEMPI_*
+// numbers do.
 int appnum_from_launcher() {
   if (std::getenv(launch::kBootstrapFdVariable) == nullptr) return 0;
-  const char* value = std::getenv(launch::kAppnumVariable);
-  if (value == nullptr || *value == '\0') return 0;
-  int appnum = 0;
-  for (const char* c = value; *c != '\0'; ++c) {
-    if (*c < '0' || *c > '9' || appnum > 100000) return 0;
-    appnum = appnum * 10 + (*c - '0');
-  }
-  return appnum;
+  return static_cast<int>(env_long(launch::kAppnumVariable, 0, std::numeric_limits<int>::max()));
 }
 
 void copy_string(const std::string& s, char* out, int max_len, int* resultlen) {
