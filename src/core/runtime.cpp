@@ -1,7 +1,6 @@
 #include "core/runtime.hpp"
 
 #include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,8 +8,8 @@
 #include <climits>
 #include <cstdlib>
 #include <numeric>
-#include <thread>
 
+#include "common/cpus.hpp"
 #include "common/env_number.hpp"
 #include "launch/bootstrap_protocol.hpp"
 #include "sempi/error.hpp"
@@ -24,16 +23,6 @@ std::unique_ptr<Runtime> g_runtime;
 std::atomic<Runtime*> g_current{nullptr};  // read on every API call: lock-free
 
 constexpr long kMaxMicroseconds = kMaxEnvSeconds * 1'000'000;
-
-// CPUs this process may run on (its affinity mask, e.g. a Slurm allocation), at least 1.
-long usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) {
-    return std::max(1L, static_cast<long>(std::thread::hardware_concurrency()));
-  }
-  return std::max(1, CPU_COUNT(&set));
-}
 
 // Context ids: world uses 0/1, self 2/3; communicators created later start at 4.
 constexpr std::uint32_t kWorldContext = 0;

@@ -1,0 +1,14 @@
+#pragma once
+// How many processors this process may use: its affinity mask (taskset, a container's cpuset,
+// a Slurm allocation), not every processor of the machine.
+
+namespace sempi {
+
+/// Logical CPUs (hardware threads) in this process's affinity mask; at least 1.
+int usable_cpus();
+
+/// Processor cores among those CPUs (hardware threads of one core count once, as Open MPI
+/// counts a host's slots); at least 1. A CPU whose topology cannot be read counts as a core.
+int usable_cores();
+
+}  // namespace sempi
