@@ -32,8 +32,9 @@ constexpr const char* kUsage =
     "its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always separates.\n"
     "\n"
     "options:\n"
-    "  -n N, -np N          number of ranks of the program, 1..4096 in all (default 1);\n"
-    "                       also -c, --n, --np\n"
+    "  -n N, -np N          number of ranks of the program, 1..4096 in all; also -c,\n"
+    "                       --n, --np. Default, as mpirun: one per processor core this\n"
+    "                       process may use (its affinity mask)\n"
     "  -x VAR               forward VAR from this environment to the program's ranks\n"
     "                       (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in the program's ranks' environment (repeatable)\n"
@@ -256,7 +257,7 @@ bool is_set_by_sempirun(std::string_view name) {
          kReservedVariables.end();
 }
 
-ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
+ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::uint32_t slots) {
   ParsedCommandLine parsed;
   LaunchOptions& options = parsed.options;
   std::size_t i = 0;
@@ -271,6 +272,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args) {
   std::uint64_t ranks = 0;
   for (;;) {  // one application context per round: its options, then its program
     AppContext& app = options.apps.emplace_back();
+    app.size = std::clamp<std::uint32_t>(slots, 1, kMaxRanks);  // unless -n says otherwise
     bool have_size = false;
     for (; i < args.size(); ++i) {
       const std::string& arg = args[i];

@@ -22,7 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ParsedCommandLine parse(std::vector<std::string> args) { return parse_launch_options(args); }
+// `slots`: what a context without -n gets (sempirun passes the usable cores).
+ParsedCommandLine parse(std::vector<std::string> args, std::uint32_t slots = 1) {
+  return parse_launch_options(args, slots);
+}
 
 LaunchOptions run_options(std::vector<std::string> args) {
   auto parsed = parse(std::move(args));
@@ -55,6 +58,26 @@ TEST(LaunchOptions, Defaults) {
   EXPECT_FALSE(o.timeout);
   EXPECT_FALSE(o.tag_output);
   EXPECT_EQ(o.apps.at(0).program, std::vector<std::string>{"prog"});
+}
+
+// As mpirun: a program without -n runs on every slot (one rank per usable core), also in an
+// MPMD part; -n overrides it, and -n 0 stays an error.
+TEST(LaunchOptions, WithoutRankCountEverySlotGetsARank) {
+  EXPECT_EQ(run_options({"prog"}).size, 1u);
+  const auto o = parse({"prog"}, 6).options;
+  EXPECT_EQ(o.size, 6u);
+  EXPECT_EQ(o.apps.at(0).size, 6u);
+  EXPECT_EQ(parse({"-n", "2", "prog"}, 6).options.size, 2u);
+  const auto mpmd = parse({"a", ":", "-n", "1", "b", ":", "c"}, 3).options;
+  ASSERT_EQ(mpmd.apps.size(), 3u);
+  EXPECT_EQ(mpmd.apps[0].size, 3u);
+  EXPECT_EQ(mpmd.apps[1].size, 1u);
+  EXPECT_EQ(mpmd.apps[2].size, 3u);
+  EXPECT_EQ(mpmd.size, 7u);
+  EXPECT_EQ(parse({"prog"}, 0).options.size, 1u);  // no slots known: still one rank
+  EXPECT_EQ(parse({"prog"}, 5000).options.size, kMaxRanks);
+  EXPECT_THROW(parse({"-n", "4096", "a", ":", "b"}, 2), Error);
+  expect_refused({"-np", "0", "prog"}, "-np must be between 1 and 4096");
 }
 
 TEST(LaunchOptions, AllFlags) {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -32,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cpus.hpp"
 #include "common/hex.hpp"
 #include "policy/policy_document.hpp"
 #include "transport/socket.hpp"
@@ -87,6 +89,7 @@ struct ProcessSetup {
   bool unlimited_core = false;  // no limit on the size of a core dump
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
   bool own_process_group = false;    // a job of its own, as a shell with job control starts it
+  bool only_one_cpu = false;         // sempirun may run on its first usable CPU only (taskset)
   // sempirun's stdin: /dev/null by default, else a pipe holding this text (then closed), or
   // a terminal (a pseudo-terminal's slave side) at which `typed` is typed.
   std::optional<std::string> stdin_text{};
@@ -244,6 +247,16 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     }
     for (const int sig : setup.ignored_signals) ::signal(sig, SIG_IGN);
     if (setup.own_process_group && ::setpgid(0, 0) != 0) ::_exit(127);
+    if (setup.only_one_cpu) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (::sched_getaffinity(0, sizeof set, &set) != 0) ::_exit(127);
+      int first = 0;
+      while (!CPU_ISSET(first, &set)) ++first;
+      CPU_ZERO(&set);
+      CPU_SET(first, &set);
+      if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(127);
+    }
     if (setup.stdin_terminal != Terminal::none && setup.stdin_terminal != Terminal::plain) {
       become_terminal_session(0, setup.stdin_terminal);
     }
@@ -397,6 +410,20 @@ TEST(Sempirun, RunsEveryRankWithItsEnvironment) {
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
   EXPECT_EQ(jobs.size(), 1u) << "one job id for all ranks";
   EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// As mpirun: without -n, one rank per processor core sempirun may use; a smaller affinity
+// mask (taskset, a cpuset) means fewer ranks.
+TEST(Sempirun, WithoutRankCountOneRankPerUsableCore) {
+  const auto r = run_sempirun({"sh", "-c", "echo $SEMPI_SIZE"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const std::string size = std::to_string(sempi::usable_cores());
+  EXPECT_EQ(lines_of(r.out), std::vector<std::string>(sempi::usable_cores(), size)) << describe(r);
+  ProcessSetup one_cpu;
+  one_cpu.only_one_cpu = true;
+  const auto one = run_sempirun({"sh", "-c", "echo $SEMPI_SIZE"}, {}, one_cpu);
+  ASSERT_EQ(one.status, 0) << describe(one);
+  EXPECT_EQ(one.out, "1\n");
 }
 
 TEST(Sempirun, DifferentJobsGetDifferentIds) {
@@ -599,7 +626,7 @@ TEST(Sempirun, APartialLineIsForwardedBeforeItsNewline) {
 }
 
 TEST(Sempirun, SingleRankOutputIsByteExact) {
-  const auto r = run_sempirun({"sh", "-c", "printf 'a\\nb'"});
+  const auto r = run_sempirun({"-n", "1", "sh", "-c", "printf 'a\\nb'"});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.out, "a\nb");
 }
@@ -616,7 +643,7 @@ TEST(Sempirun, ForwardsAndSetsEnvironmentVariables) {
 }
 
 TEST(Sempirun, ForwardingAnUnsetVariableWarns) {
-  const auto r = run_sempirun({"-x", "SEMPIRUN_TEST_SURELY_UNSET", "sh", "-c",
+  const auto r = run_sempirun({"-n", "1", "-x", "SEMPIRUN_TEST_SURELY_UNSET", "sh", "-c",
                                "echo \"${SEMPIRUN_TEST_SURELY_UNSET-unset}\""});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.out, "unset\n");
@@ -625,7 +652,7 @@ TEST(Sempirun, ForwardingAnUnsetVariableWarns) {
 }
 
 TEST(Sempirun, InheritedSempiVariablesAreReplaced) {
-  const auto r = run_sempirun({"sh", "-c", "echo $SEMPI_RANK $SEMPI_SIZE"},
+  const auto r = run_sempirun({"-n", "1", "sh", "-c", "echo $SEMPI_RANK $SEMPI_SIZE"},
                               with_env({"SEMPI_RANK=77", "SEMPI_SIZE=99"}));
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.out, "0 1\n");
@@ -1117,7 +1144,7 @@ TEST(Sempirun, ProgramWithoutExecutePermission) {
       << describe(r);
   EXPECT_EQ(r.out, "");
   // Found in PATH but not executable: 126 too, unless an executable one comes later.
-  const auto in_path = run_sempirun({"-x", "PATH=" + dir.path().string(), "script.sh"});
+  const auto in_path = run_sempirun({"-n", "1", "-x", "PATH=" + dir.path().string(), "script.sh"});
   EXPECT_EQ(in_path.status, 126) << describe(in_path);
   EXPECT_TRUE(contains(in_path.err, "cannot execute script.sh: Permission denied"))
       << describe(in_path);
@@ -1125,7 +1152,8 @@ TEST(Sempirun, ProgramWithoutExecutePermission) {
   std::ofstream(dir.path() / "bin" / "script.sh") << "#!/bin/sh\necho second\n";
   ::chmod((dir.path() / "bin" / "script.sh").c_str(), 0755);
   const auto later = run_sempirun(
-      {"-x", "PATH=" + dir.path().string() + ":" + (dir.path() / "bin").string(), "script.sh"});
+      {"-n", "1", "-x", "PATH=" + dir.path().string() + ":" + (dir.path() / "bin").string(),
+       "script.sh"});
   EXPECT_EQ(later.status, 0) << describe(later);
   EXPECT_EQ(later.out, "second\n");
 }
@@ -1137,14 +1165,15 @@ TEST(Sempirun, ProgramIsFoundInTheRanksPath) {
   const auto path = dir.path() / "sempirun-test-only-here";
   std::ofstream(path) << "#!/bin/sh\necho \"found $SEMPI_RANK\"\n";
   ::chmod(path.c_str(), 0700);
-  const auto r =
-      run_sempirun({"-x", "PATH=/usr/bin:/bin:" + dir.path().string(), "sempirun-test-only-here"});
+  const auto r = run_sempirun(
+      {"-n", "1", "-x", "PATH=/usr/bin:/bin:" + dir.path().string(), "sempirun-test-only-here"});
   EXPECT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.out, "found 0\n");
   // An interpreter that does not exist: the file was found, so 126, and the message says
   // where to look.
   std::ofstream(path) << "#!/nonexistent/interpreter\n";
-  const auto bad = run_sempirun({"-x", "PATH=" + dir.path().string(), "sempirun-test-only-here"});
+  const auto bad =
+      run_sempirun({"-n", "1", "-x", "PATH=" + dir.path().string(), "sempirun-test-only-here"});
   EXPECT_EQ(bad.status, 126) << describe(bad);
   EXPECT_TRUE(contains(bad.err, "(or the interpreter its #! line names)")) << describe(bad);
 }

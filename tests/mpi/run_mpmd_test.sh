@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/mpi/appnum.c as three programs of one job, as `mpirun -n 1 a : -n 2 b : c` would:
+# Runs tests/mpi/appnum.c as three programs of one job, as `mpirun -n 1 a : -n 2 b : -n 1 c`:
 # each rank checks that MPI_APPNUM is its program's index, and rank 0 reports all of them in
 # rank order. Usage: run_mpmd_test.sh SEMPIRUN APPNUM_PROGRAM
 set -uo pipefail
@@ -8,7 +8,7 @@ program="$2"
 work="$(mktemp -d "${TMPDIR:-/tmp}/sempi-mpmd-test.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-output="$("$sempirun" --timeout 60 -n 1 "$program" 0 : -np 2 "$program" 1 : "$program" 2 2>&1)"
+output="$("$sempirun" --timeout 60 -n 1 "$program" 0 : -np 2 "$program" 1 : -n 1 "$program" 2 2>&1)"
 status=$?
 printf '%s\n' "$output"
 if [ "$status" -ne 0 ]; then

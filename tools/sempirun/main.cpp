@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpus.hpp"
 #include "common/printable.hpp"
 #include "launch/launch_options.hpp"
 #include "launch/launcher.hpp"
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
 
   ParsedCommandLine parsed;
   try {
-    parsed = parse_launch_options(args);
+    parsed = parse_launch_options(args, static_cast<std::uint32_t>(sempi::usable_cores()));
   } catch (const std::exception& e) {
     return usage_error(e.what());
   }
