@@ -28,13 +28,15 @@ constexpr const char* kUsage =
     "Starts PROGRAM as N ranks of one job. Every rank gets a certificate from a job CA that\n"
     "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
     "As with mpirun, ':' separates programs of one job (MPMD): each takes the next -n ranks,\n"
-    "with its own -n, -x and --wdir (the other options are the job's, wherever given), and\n"
-    "its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always separates.\n"
+    "with its own -n, -H, -x and --wdir (the other options are the job's, wherever given),\n"
+    "and its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always\n"
+    "separates.\n"
     "\n"
     "options:\n"
     "  -n N, -np N          number of ranks of the program, 1..4096 in all; also -c,\n"
-    "                       --n, --np. Default, as mpirun: one per processor core this\n"
-    "                       process may use (its affinity mask)\n"
+    "                       --n, --np. Default, as mpirun: one per slot, that is per\n"
+    "                       processor core this process may use (its affinity mask), or\n"
+    "                       as many as -H gives this host (localhost:4)\n"
     "  -x VAR               forward VAR from this environment to the program's ranks\n"
     "                       (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in the program's ranks' environment (repeatable)\n"
@@ -155,32 +157,6 @@ bool same_text(std::string_view a, std::string_view b) {
          });
 }
 
-// True if every host of a -H/--host list ("a,b:4") is this one: the list then changes
-// nothing (a CI script's "-H localhost:4"). Empty entries ("a,") are skipped, as by mpirun;
-// an empty list names no host.
-bool names_only_this_host(std::string_view hosts) {
-  bool named = false;
-  char name[256] = {};
-  const bool have_name = ::gethostname(name, sizeof name - 1) == 0;
-  for (std::size_t start = 0; start <= hosts.size();) {
-    const std::size_t comma = std::min(hosts.find(',', start), hosts.size());
-    std::string_view host = hosts.substr(start, comma - start);
-    const auto colon = host.rfind(':');
-    if (colon != std::string_view::npos && colon + 1 < host.size() &&
-        host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
-      host = host.substr(0, colon);  // "host:slots"
-    }
-    if (!host.empty()) {
-      const bool here = same_text(host, "localhost") || host == "127.0.0.1" ||
-                        (have_name && same_text(host, name));  // host names ignore case
-      if (!here) return false;
-      named = true;
-    }
-    start = comma + 1;
-  }
-  return named;
-}
-
 // True for a --map-by that places ranks on one host as sempirun does anyway: an object
 // ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier, in any case, as mpirun takes
 // them; no PE=n, span or file.
@@ -229,6 +205,38 @@ std::int64_t parse_decimal(const std::string& text, std::int64_t min, std::int64
   return value;
 }
 
+// The slots a -H/--host list ("a,b:4") names if every host in it is this one (a CI script's
+// "-H localhost:4"), as mpirun counts them: N for "host:N", 1 for a host without a count, added
+// up over the list. nullopt if it names another host, or none: empty entries ("a,") are
+// skipped, as by mpirun, and an empty list names no host. Throws for a count of 0, naming
+// `option` (as given, with its value).
+std::optional<std::uint64_t> slots_on_this_host(std::string_view hosts, const std::string& option) {
+  std::uint64_t slots = 0;
+  char name[256] = {};
+  const bool have_name = ::gethostname(name, sizeof name - 1) == 0;
+  for (std::size_t start = 0; start <= hosts.size();) {
+    const std::size_t comma = std::min(hosts.find(',', start), hosts.size());
+    std::string_view host = hosts.substr(start, comma - start);
+    std::uint64_t count = 1;
+    const auto colon = host.rfind(':');
+    if (colon != std::string_view::npos && colon + 1 < host.size() &&
+        host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
+      count = static_cast<std::uint64_t>(parse_decimal(std::string(host.substr(colon + 1)), 1,
+                                                       kMaxRanks, option + ": a host's slots"));
+      host = host.substr(0, colon);  // "host:slots"
+    }
+    if (!host.empty()) {
+      const bool here = same_text(host, "localhost") || host == "127.0.0.1" ||
+                        (have_name && same_text(host, name));  // host names ignore case
+      if (!here) return std::nullopt;
+      slots += count;
+    }
+    start = comma + 1;
+  }
+  if (slots == 0) return std::nullopt;
+  return slots;
+}
+
 bool valid_variable_name(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -272,8 +280,8 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
   std::uint64_t ranks = 0;
   for (;;) {  // one application context per round: its options, then its program
     AppContext& app = options.apps.emplace_back();
-    app.size = std::clamp<std::uint32_t>(slots, 1, kMaxRanks);  // unless -n says otherwise
     bool have_size = false;
+    std::uint64_t host_slots = 0;  // named by -H/--host
     for (; i < args.size(); ++i) {
       const std::string& arg = args[i];
       if (arg == "--") {
@@ -365,10 +373,11 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
           usage_error(flag + " " + value + ": " + std::string(kPlacement));
         }
       } else if (key == "-H" || key == "--host") {
+        // Its slots are what a program without -n runs on, as with mpirun; repeated, they add.
         const std::string value = take_value(flag, inline_value);
-        if (!names_only_this_host(value)) {
-          usage_error(flag + " " + value + ": " + std::string(kOtherHosts));
-        }
+        const auto named = slots_on_this_host(value, flag + " " + value);
+        if (!named) usage_error(flag + " " + value + ": " + std::string(kOtherHosts));
+        host_slots += *named;
       } else if (const NotTaken* o = not_taken(key); o != nullptr) {
         usage_error(flag + ": " + std::string(o->why));
       } else {
@@ -376,6 +385,12 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
       }
     }
 
+    // mpirun's default: one rank per slot, -H's or this host's cores. Too many -H slots make
+    // the job too large (below); too many cores, the largest job.
+    const std::uint64_t app_ranks =
+        have_size ? app.size
+                  : (host_slots > 0 ? host_slots : std::clamp<std::uint32_t>(slots, 1, kMaxRanks));
+    app.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(app_ranks, kMaxRanks));
     // The program and its arguments: up to the next ':' (as mpirun, even after "--"), or all
     // that is left.
     std::size_t end = i;
@@ -388,7 +403,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
                                                  std::to_string(options.apps.size() - 1) + ")");
     }
     if (app.program.front().empty()) usage_error("the program name is empty");
-    ranks += app.size;
+    ranks += app_ranks;
     if (end == args.size()) break;
     i = end + 1;  // past the ':'
   }

@@ -143,9 +143,19 @@ TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
   expect_refused({"--map-by", "ppr:2:node", "prog"}, "--map-by ppr:2:node: sempirun places");
   expect_refused({"--map-by", "core:PE=2", "prog"}, "--map-by core:PE=2: sempirun places");
   expect_refused({"--map-by", ":", "prog"}, "sempirun places");
-  EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "4", "prog"}).size, 4u);
-  EXPECT_EQ(run_options({"--host", "localhost,127.0.0.1:2", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "2", "prog"}).size, 2u);
+  // A program without -n runs on -H's slots, as with mpirun: N for "host:N", 1 without a count,
+  // added up over the list and over repeated options; another program has its own.
+  EXPECT_EQ(parse({"-H", "localhost:4", "prog"}, 2).options.size, 4u);
+  EXPECT_EQ(run_options({"--host", "localhost,127.0.0.1:2", "prog"}).size, 3u);
   EXPECT_EQ(run_options({"-H", "LOCALHOST,", "prog"}).size, 1u);  // as mpirun takes it
+  EXPECT_EQ(run_options({"-H", "localhost:2", "--host=localhost:3", "prog"}).size, 5u);
+  const auto per_program = parse({"-H", "localhost:3", "a", ":", "b"}, 2).options;
+  EXPECT_EQ(per_program.apps.at(0).size, 3u);
+  EXPECT_EQ(per_program.apps.at(1).size, 2u);
+  expect_refused({"-H", "localhost:0", "prog"},
+                 "-H localhost:0: a host's slots must be between 1 and 4096, got '0'");
+  expect_refused({"-H", "localhost:4096,localhost", "prog"}, "the job would have 4097 ranks");
   EXPECT_EQ(run_options({"--map-by", "L3cache", "--map-by=core:oversubscribe", "prog"}).size, 1u);
   expect_refused({"-H", ",", "prog"}, "sempirun runs every rank on this host");
   expect_refused({"--host", "localhost,node2", "prog"},
