@@ -52,9 +52,11 @@ std::string excerpt(const std::string& value) {
   return value.size() <= kMax ? value : value.substr(0, kMax) + "...";
 }
 
+// Anything under the name counts as there: a FIFO, a directory or a link in a log's place is
+// then reported unreadable when it is opened (open_regular_file), not as a deleted log.
 LogFile log_file(const fs::path& path, const std::string& name) {
   std::error_code ec;
-  return {name, path, fs::is_regular_file(path, ec)};
+  return {name, path, fs::exists(fs::symlink_status(path, ec))};
 }
 
 bool looks_like_rank_log(const std::string& name) {

@@ -856,6 +856,15 @@ TEST(AuditVerify, AFileThatCannotBeReadIsAFinding) {
     found.push_back(f.file + ":" + std::to_string(f.line) + ":" + f.kind);
   }
   EXPECT_EQ(found, std::vector<std::string>{"rank-1.jsonl:0:unreadable"});
+  // There when the directory is listed, a FIFO, a directory or a dangling link is no log, but
+  // not a deleted one either.
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"rank-1.jsonl:0:unreadable"});
+  fs::remove(dir.path() / "rank-1.jsonl");
+  fs::create_directory(dir.path() / "rank-1.jsonl");
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"rank-1.jsonl:0:unreadable"});
+  fs::remove(dir.path() / "rank-1.jsonl");
+  fs::create_symlink(dir.path() / "nothing-here", dir.path() / "rank-1.jsonl");
+  EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"rank-1.jsonl:0:unreadable"});
   fs::remove(dir.path() / kLauncherFile);
   fs::create_symlink("/proc/self/mem", dir.path() / kLauncherFile);
   EXPECT_EQ(kinds(dir.path()), std::vector<std::string>{"launcher.jsonl:0:unreadable"});
