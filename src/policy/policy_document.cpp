@@ -17,10 +17,12 @@
 namespace sempi::policy {
 namespace {
 
-// The documented default (config/README.md, config/examples/allow-all.json): every rank may
-// talk to every rank, every operation on every communicator, no size limit, no message audit.
+// The documented default (config/README.md): every rank may talk to every rank, every operation
+// on every communicator, no size limit, no message audit. config/examples/allow-all.json holds
+// the same document, comment included, so that its digest is the default's (policy_test).
 constexpr const char* kDefaultPolicy = R"({
   "version": 1,
+  "comment": "The built-in default (what sempirun uses without --policy): every rank, every operation, every communicator.",
   "mode": "enforce",
   "on_violation": "drop",
   "groups": { "all": "*" },

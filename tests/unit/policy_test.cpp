@@ -69,6 +69,15 @@ TEST(PolicyValidation, DefaultPolicyIsValidAndAllowsEverything) {
   EXPECT_TRUE(p.check_members("x", {0, 5, 9}).allowed);
 }
 
+// The file the docs name as the default is the default: same canonical text, same digest (the
+// digest a job without --policy records and binds into its certificates).
+TEST(PolicyValidation, AllowAllExampleIsTheDefault) {
+  const auto file = PolicyDocument::load(SEMPI_CONFIG_DIR "/examples/allow-all.json");
+  const auto builtin = PolicyDocument::default_policy();
+  EXPECT_EQ(file.canonical, builtin.canonical);
+  EXPECT_EQ(file.digest, builtin.digest);
+}
+
 TEST(PolicyValidation, ErrorsNameTheJsonPath) {
   struct Case {
     const char* text;
