@@ -466,8 +466,8 @@ void resolve_working_dir(std::optional<std::filesystem::path>& working_dir) {
   if (!working_dir) return;
   const std::string given = working_dir->string();  // escaped where it is printed
   // Resolved now, links and "..", as the kernel does (so "link/.." is the link's parent, as
-  // for mpirun): what the ranks change to and where their program is checked is then one
-  // directory, which a link another user swaps later cannot redirect.
+  // for mpirun), for PWD and messages. The launcher then opens it once, and the look-up and
+  // the ranks use that descriptor: a rename after this cannot redirect them.
   std::error_code ec;
   const auto resolved = std::filesystem::canonical(*working_dir, ec);
   if (ec) throw Error(ErrorClass::config, "--wdir " + given + ": " + ec.message());

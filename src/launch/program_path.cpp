@@ -1,11 +1,11 @@
 #include "launch/program_path.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,26 +30,25 @@ std::string path_of(const std::vector<std::string>& env) {
   return default_path();
 }
 
-// 0 if `file` can be executed, else the errno exec would give (EISDIR for a directory).
-// `exists`: stat found something there.
-int executable(const std::string& file, bool& exists) {
+// 0 if `file` (relative to the directory `at`) can be executed, else the errno exec would give
+// (EISDIR for a directory). `exists`: stat found something there.
+int executable(int at, const std::string& file, bool& exists) {
   struct stat st {};
-  exists = ::stat(file.c_str(), &st) == 0;
+  exists = ::fstatat(at, file.c_str(), &st, 0) == 0;
   if (!exists) return errno;
   if (S_ISDIR(st.st_mode)) return EISDIR;
   if (!S_ISREG(st.st_mode)) return EACCES;  // exec refuses devices, FIFOs, sockets
-  return ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
+  return ::faccessat(at, file.c_str(), X_OK, 0) == 0 ? 0 : errno;
 }
 
-// Why the working directory's `file` could have been put there or changed by another user,
-// or nullopt if it could not: it and its directory must belong to root or to us, and neither
-// may be writable by others (a sticky directory, like /tmp, keeps others' hands off our file).
-std::optional<std::string> placed_by_others(const std::string& file,
-                                            const std::filesystem::path& working_dir) {
+// Why `file`, directly in the directory `at`, could have been put there or changed by another
+// user, or nullopt if it could not: it and its directory must belong to root or to us, and
+// neither may be writable by others (a sticky directory, like /tmp, keeps others' hands off
+// our file).
+std::optional<std::string> placed_by_others(int at, const std::string& file) {
   struct stat f {};
   struct stat dir {};
-  const std::string directory = working_dir.empty() ? "." : working_dir.string();
-  if (::stat(file.c_str(), &f) != 0 || ::stat(directory.c_str(), &dir) != 0) {
+  if (::fstatat(at, file.c_str(), &f, 0) != 0 || ::fstatat(at, ".", &dir, 0) != 0) {
     return std::string("it cannot be inspected: ") + std::strerror(errno);
   }
   const auto ours = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
@@ -79,17 +78,16 @@ namespace {
 }  // namespace
 
 std::string find_program(const std::string& program, const std::vector<std::string>& env,
-                         const std::filesystem::path& working_dir) {
+                         int working_dir) {
   if (program.empty()) cannot_find("''", ENOENT);
-  // Where the rank's exec, made in the directory it runs in, would look for a relative name.
-  // Checked there; returned as it is, for that exec (its argv[0] as mpirun's ranks see it).
-  const auto in_working_dir = [&](const std::string& name) {
-    return working_dir.empty() || name.starts_with('/') ? name : (working_dir / name).string();
-  };
+  // A relative name is checked where the rank's exec, made in the directory it runs in, would
+  // look for it (the *at calls resolve it from `working_dir`), and returned as it is, for that
+  // exec (its argv[0] as mpirun's ranks see it).
   bool exists = false;
   if (program.find('/') != std::string::npos) {
-    const std::string file = in_working_dir(program);
-    if (const int error = executable(file, exists); error != 0) cannot_find(program, error);
+    if (const int error = executable(working_dir, program, exists); error != 0) {
+      cannot_find(program, error);
+    }
     return program;
   }
   int found_but = ENOENT;
@@ -99,7 +97,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
     std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + program;
-    const int error = executable(in_working_dir(candidate), exists);
+    const int error = executable(working_dir, candidate, exists);
     if (error == 0) return candidate;
     // Only a file that is there but cannot be run counts, as for a shell: what cannot be
     // looked at (a directory of PATH that cannot be searched) and directories are skipped.
@@ -112,10 +110,9 @@ std::string find_program(const std::string& program, const std::vector<std::stri
   // could have planted (a mistyped name in a shared directory must not run their program).
   if (found_but == ENOENT) {
     const std::string here = "./" + program;
-    const std::string file = in_working_dir(here);
-    const int error = executable(file, exists);
+    const int error = executable(working_dir, here, exists);
     if (error == 0) {
-      if (const auto why = placed_by_others(file, working_dir)) {
+      if (const auto why = placed_by_others(working_dir, here)) {
         cannot_find(program, EACCES,
                     " (found only as " + here + ", which another user could have put there: " +
                         *why + "; give " + here + " to run it)");

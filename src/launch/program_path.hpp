@@ -3,8 +3,9 @@
 // the rank's own environment (so `sempirun -x PATH=...` decides, as with Open MPI), then in the
 // working directory (as mpirun), and with a shell's exit status when it cannot be run.
 
+#include <fcntl.h>
+
 #include <cerrno>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,10 @@ inline constexpr int kExitNotExecutable = 126;  ///< found, but exec failed (as 
 /// with a slash, the errno of what is wrong with it (EISDIR for a directory). Unlike execvp,
 /// the file is chosen once: an exec that fails where access() said it could run (a security
 /// module's denial) does not move on to the next PATH entry.
-/// `working_dir` (absolute; empty: this process's) is the directory the rank will run in and
-/// exec from: relative names (the program's, PATH entries, "./PROGRAM") are looked for there,
-/// and come back relative, for that exec.
+/// `working_dir` is a descriptor of the directory the rank will run in and exec from (an O_PATH
+/// one will do; AT_FDCWD: this process's): relative names (the program's, PATH entries,
+/// "./PROGRAM") are looked for there, and come back relative, for that exec.
 std::string find_program(const std::string& program, const std::vector<std::string>& env,
-                         const std::filesystem::path& working_dir = {});
+                         int working_dir = AT_FDCWD);
 
 }  // namespace sempi::launch

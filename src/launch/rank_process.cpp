@@ -63,13 +63,15 @@ constexpr int kStageWorkingDir = 3;
 
 // Runs in the child between fork and exec: system calls only (no allocation, no locks).
 [[noreturn]] void exec_child(pid_t launcher, int in, int out, int err, int bootstrap, int report,
-                             const char* working_dir, const char* program, char* const* argv,
+                             int working_dir, const char* program, char* const* argv,
                              char* const* envp, const rlimit* nofile,
                              std::uint64_t ignored_signals) {
   ::setpgid(0, 0);
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report, kStageSetup);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
+  // First: the descriptor may be one of 0-3, which the moves below replace.
+  if (working_dir >= 0 && ::fchdir(working_dir) != 0) child_fail(report, kStageWorkingDir);
 
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -107,7 +109,6 @@ constexpr int kStageWorkingDir = 3;
   // three descriptors it holds per rank, and the moves above need numbers beyond them. A limit
   // below a descriptor still open is allowed; those above 3 close at exec anyway.
   if (nofile != nullptr) ::setrlimit(RLIMIT_NOFILE, nofile);
-  if (working_dir != nullptr && ::chdir(working_dir) != 0) child_fail(report, kStageWorkingDir);
   sigset_t none;
   sigemptyset(&none);
   ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -166,8 +167,7 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
     if (pid == 0) {
       exec_child(launcher, request.stdin_fd >= 0 ? request.stdin_fd : dev_null.get(),
                  out.write.get(), err.write.get(), rank_end.get(), report.write.get(),
-                 request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
-                 program.c_str(), argv.data(), envp.data(),
+                 request.working_dir_fd, program.c_str(), argv.data(), envp.data(),
                  request.nofile_limit ? &*request.nofile_limit : nullptr, request.ignored_signals);
     }
   }

@@ -52,8 +52,11 @@ struct SpawnRequest {
   std::uint64_t ignored_signals = 0;
   /// A descriptor of the launcher's to be the rank's stdin; -1: /dev/null.
   int stdin_fd = -1;
-  /// The absolute directory the rank runs in (where a relative argv[0] is found); empty: the
-  /// launcher's.
+  /// A descriptor (O_PATH will do) of the directory the rank runs in, where a relative argv[0]
+  /// is found; -1: the launcher's. The child changes to it by descriptor, so a rename of the
+  /// directory or of a parent after it was opened cannot move the rank elsewhere.
+  int working_dir_fd = -1;
+  /// That directory's name, for messages.
   std::filesystem::path working_dir;
 };
 

@@ -2,6 +2,7 @@
 
 sempi_test(launch_options_test SOURCES launch_options_test.cpp LIBS sempi::launch TIMEOUT 60)
 sempi_test(program_path_test SOURCES program_path_test.cpp LIBS sempi::launch TIMEOUT 60)
+sempi_test(rank_process_test SOURCES rank_process_test.cpp LIBS sempi::launch TIMEOUT 120)
 sempi_test(output_forwarder_test SOURCES output_forwarder_test.cpp LIBS sempi::launch TIMEOUT 60)
 sempi_test(output_writer_test SOURCES output_writer_test.cpp LIBS sempi::launch TIMEOUT 120)
 sempi_test(enrollment_test SOURCES enrollment_test.cpp LIBS sempi::launch TIMEOUT 120)

@@ -2,15 +2,19 @@
 
 #include "launch/program_path.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "transport/socket.hpp"
 
 #include "support/temp_dir.hpp"
 
@@ -26,9 +30,16 @@ void make_file(const fs::path& path, mode_t mode) {
   ASSERT_EQ(::chmod(path.c_str(), mode), 0);
 }
 
+// The directory as sempirun opens a --wdir: a descriptor to look up and change to.
+transport::UniqueFd open_dir(const fs::path& dir) {
+  transport::UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_TRUE(fd.valid()) << dir << ": " << std::strerror(errno);
+  return fd;
+}
+
 // The CannotExecute find_program throws, or a failure naming what it found instead.
 CannotExecute failure(const std::string& program, const std::vector<std::string>& env,
-                      const fs::path& working_dir = {}) {
+                      int working_dir = AT_FDCWD) {
   try {
     const std::string found = find_program(program, env, working_dir);
     ADD_FAILURE() << program << " was found as " << found;
@@ -127,13 +138,14 @@ TEST(ProgramPath, RelativeNamesAreLookedForInTheRanksWorkingDirectory) {
   make_file(dir.path() / "elsewhere", 0755);
   const fs::path before = fs::current_path();
   fs::current_path(dir.path());  // where sempirun runs: none of these is found here
+  const auto at = open_dir(wdir);
   std::string with_slash, in_relative_path, here;
-  EXPECT_NO_THROW(with_slash = find_program("./prog", {"PATH=/nonexistent"}, wdir));
-  EXPECT_NO_THROW(in_relative_path = find_program("tool", {"PATH=bin"}, wdir));
-  EXPECT_NO_THROW(here = find_program("prog", {"PATH=/nonexistent"}, wdir));
-  const auto not_there = failure("./elsewhere", {"PATH=/nonexistent"}, wdir);
+  EXPECT_NO_THROW(with_slash = find_program("./prog", {"PATH=/nonexistent"}, at.get()));
+  EXPECT_NO_THROW(in_relative_path = find_program("tool", {"PATH=bin"}, at.get()));
+  EXPECT_NO_THROW(here = find_program("prog", {"PATH=/nonexistent"}, at.get()));
+  const auto not_there = failure("./elsewhere", {"PATH=/nonexistent"}, at.get());
   ASSERT_EQ(::chmod(wdir.c_str(), 0777), 0);  // others may write to the rank's directory
-  const auto shared = failure("prog", {"PATH=/nonexistent"}, wdir);
+  const auto shared = failure("prog", {"PATH=/nonexistent"}, at.get());
   fs::current_path(before);
   EXPECT_EQ(with_slash, "./prog");  // relative still: the rank execs it from its directory
   EXPECT_EQ(in_relative_path, "bin/tool");
@@ -142,7 +154,22 @@ TEST(ProgramPath, RelativeNamesAreLookedForInTheRanksWorkingDirectory) {
   EXPECT_NE(std::string(shared.what()).find("others may write to the directory"), std::string::npos)
       << shared.what();
   // An absolute name stays as it is.
-  EXPECT_EQ(find_program((wdir / "prog").string(), {}, "/"), (wdir / "prog").string());
+  const auto root = open_dir("/");
+  EXPECT_EQ(find_program((wdir / "prog").string(), {}, root.get()), (wdir / "prog").string());
+}
+
+// The directory opened is the one searched: swapped for another under its name afterwards (by
+// someone who may write to its parent), the other one's program is not what is found.
+TEST(ProgramPath, TheDirectoryOpenedIsSearchedWhateverIsRenamedLater) {
+  TempDir dir;
+  const fs::path wdir = dir.path() / "wdir";
+  make_file(wdir / "own", 0755);
+  const auto at = open_dir(wdir);
+  fs::rename(wdir, dir.path() / "moved");
+  make_file(wdir / "planted", 0755);
+  EXPECT_EQ(find_program("own", {"PATH=/nonexistent"}, at.get()), "./own");
+  EXPECT_EQ(failure("planted", {"PATH=/nonexistent"}, at.get()).shell_status(), kExitNotFound);
+  EXPECT_EQ(failure("./planted", {}, at.get()).shell_status(), kExitNotFound);
 }
 
 TEST(ProgramPath, WithoutPathTheSystemDefaultIsSearched) {
