@@ -159,18 +159,23 @@ bool same_text(std::string_view a, std::string_view b) {
 }
 
 // True for a --map-by that places ranks on one host as sempirun does anyway: an object
-// ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier, in any case, as mpirun takes
-// them; no PE=n, span or file.
+// ("slot", "core", ...) and at most the OVERSUBSCRIBE modifier, in any case and each maybe
+// shortened ("sock", "l3", "core:oversub"), as mpirun takes them; no ppr, seq, dist, PE=n,
+// span or file (no start of those is the start of an object here, so what mpirun would read
+// as one of them is refused).
 bool plain_mapping(std::string_view policy) {
   const std::size_t colon = policy.find(':');
   const std::string_view object = policy.substr(0, colon);
   constexpr auto kObjects =
-      std::to_array<std::string_view>({"", "slot", "hwthread", "core", "l1cache", "l2cache",
-                                       "l3cache", "socket", "numa", "board", "node"});
-  const auto known = [&](std::string_view o) { return same_text(o, object); };
-  if (std::none_of(kObjects.begin(), kObjects.end(), known)) return false;
+      std::to_array<std::string_view>({"slot", "hwthread", "core", "l1cache", "l2cache", "l3cache",
+                                       "socket", "numa", "board", "node"});
+  const auto starts = [](std::string_view word, std::string_view start) {
+    return !start.empty() && same_text(word.substr(0, start.size()), start);
+  };
+  const auto known = [&](std::string_view o) { return starts(o, object); };
+  if (!object.empty() && std::none_of(kObjects.begin(), kObjects.end(), known)) return false;
   return colon == std::string_view::npos ? !object.empty()
-                                         : same_text(policy.substr(colon + 1), "OVERSUBSCRIBE");
+                                         : starts("OVERSUBSCRIBE", policy.substr(colon + 1));
 }
 
 // The option `arg` is, without an inline value: mpirun takes its long options with one dash

@@ -143,6 +143,13 @@ TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
   expect_refused({"--map-by", "ppr:2:node", "prog"}, "--map-by ppr:2:node: sempirun places");
   expect_refused({"--map-by", "core:PE=2", "prog"}, "--map-by core:PE=2: sempirun places");
   expect_refused({"--map-by", ":", "prog"}, "sempirun places");
+  // Shortened, as mpirun takes them; not what mpirun would read as another kind of mapping.
+  for (const char* shortened : {"sock", "l3", "hwt", "s", "NU", "core:oversub", ":o"}) {
+    EXPECT_EQ(run_options({"--map-by", shortened, "prog"}).size, 1u) << shortened;
+  }
+  for (const char* other : {"se", "d", "p", "slots", "core:no", "core:PE=1", "core:"}) {
+    expect_refused({"--map-by", other, "prog"}, "sempirun places");
+  }
   EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "2", "prog"}).size, 2u);
   // A program without -n runs on -H's slots, as with mpirun: N for "host:N", 1 without a count,
   // added up over the list and over repeated options; another program has its own.
