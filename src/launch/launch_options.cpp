@@ -28,15 +28,15 @@ constexpr const char* kUsage =
     "Starts PROGRAM as N ranks of one job. Every rank gets a certificate from a job CA that\n"
     "exists only in this process's memory; ranks talk mutually authenticated TLS 1.3.\n"
     "As with mpirun, ':' separates programs of one job (MPMD): each takes the next -n ranks,\n"
-    "with its own -n, -H, -x and --wdir (the other options are the job's, wherever given),\n"
-    "and its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always\n"
-    "separates.\n"
+    "with its own -n, -x and --wdir (the other options are the job's, wherever given), and\n"
+    "its ranks see its index (0, 1, ...) as MPI_APPNUM. An argument ':' always separates.\n"
     "\n"
     "options:\n"
     "  -n N, -np N          number of ranks of the program, 1..4096 in all; also -c,\n"
-    "                       --n, --np. Default, as mpirun: one per slot, that is per\n"
-    "                       processor core this process may use (its affinity mask), or\n"
-    "                       as many as -H gives this host (localhost:4)\n"
+    "                       --n, --np. Default, as mpirun: one per slot, which is as\n"
+    "                       many as -H gives this host (localhost:4; the last part's -H\n"
+    "                       for all), else one per processor core (only those in this\n"
+    "                       process's affinity mask: mpirun counts all)\n"
     "  -x VAR               forward VAR from this environment to the program's ranks\n"
     "                       (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in the program's ranks' environment (repeatable)\n"
@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "  --bind-to none       accepted for mpirun's sake: ranks are not bound to cores;\n"
     "                       so are --map-by slot, core, ... (with :OVERSUBSCRIBE), which\n"
     "                       place ranks on one host no differently, and -H/--host naming\n"
-    "                       only this host\n"
+    "                       only this host (its slots are no limit)\n"
     "  --help               print this help\n"
     "  --version            print the version\n"
     "  --                   end of options; PROGRAM follows\n"
@@ -212,11 +212,13 @@ std::int64_t parse_decimal(const std::string& text, std::int64_t min, std::int64
 }
 
 // The slots a -H/--host list ("a,b:4") names if every host in it is this one (a CI script's
-// "-H localhost:4"), as mpirun counts them: N for "host:N", 1 for a host without a count, added
-// up over the list. nullopt if it names another host, or none: empty entries ("a,") are
-// skipped, as by mpirun, and an empty list names no host. Throws for a count of 0, naming
-// `option` (as given, with its value).
-std::optional<std::uint64_t> slots_on_this_host(std::string_view hosts, const std::string& option) {
+// "-H localhost:4"), as mpirun counts them: N for "host:N" (0 too), 1 for a host without a
+// count, added up over the list (at most 2^32 - 1). nullopt if it names
+// another host, or none: empty entries ("a,") are skipped, as by mpirun, and an empty list
+// names no host.
+std::optional<std::uint64_t> slots_on_this_host(std::string_view hosts) {
+  constexpr std::uint64_t kCap = UINT32_MAX;
+  bool named = false;
   std::uint64_t slots = 0;
   char name[256] = {};
   const bool have_name = ::gethostname(name, sizeof name - 1) == 0;
@@ -227,19 +229,22 @@ std::optional<std::uint64_t> slots_on_this_host(std::string_view hosts, const st
     const auto colon = host.rfind(':');
     if (colon != std::string_view::npos && colon + 1 < host.size() &&
         host.find_first_not_of("0123456789", colon + 1) == std::string_view::npos) {
-      count = static_cast<std::uint64_t>(parse_decimal(std::string(host.substr(colon + 1)), 1,
-                                                       kMaxRanks, option + ": a host's slots"));
+      count = 0;
+      for (const char c : host.substr(colon + 1)) {
+        count = std::min(kCap, count * 10 + static_cast<std::uint64_t>(c - '0'));
+      }
       host = host.substr(0, colon);  // "host:slots"
     }
     if (!host.empty()) {
       const bool here = same_text(host, "localhost") || host == "127.0.0.1" ||
                         (have_name && same_text(host, name));  // host names ignore case
       if (!here) return std::nullopt;
-      slots += count;
+      named = true;
+      slots = std::min(kCap, slots + count);
     }
     start = comma + 1;
   }
-  if (slots == 0) return std::nullopt;
+  if (!named) return std::nullopt;
   return slots;
 }
 
@@ -283,11 +288,16 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
     return args[++i];
   };
 
-  std::uint64_t ranks = 0;
+  // As mpirun: -H's slots for this host are the job's, the last program part's -H deciding
+  // (repeated within a part, they add up); every part without -n runs on all of them, or on
+  // `slots` (the cores) without -H. Not a limit: -n may ask for more, as --oversubscribe lets.
+  std::optional<std::uint64_t> host_slots;
+  std::string host_option;  // the -H that set host_slots, for a message
+  std::vector<bool> sized;  // each part: -n given
   for (;;) {  // one application context per round: its options, then its program
     AppContext& app = options.apps.emplace_back();
     bool have_size = false;
-    std::uint64_t host_slots = 0;  // named by -H/--host
+    bool part_named_host = false;
     for (; i < args.size(); ++i) {
       const std::string& arg = args[i];
       if (arg == "--") {
@@ -379,11 +389,13 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
           usage_error(flag + " " + value + ": " + std::string(kPlacement));
         }
       } else if (key == "-H" || key == "--host") {
-        // Its slots are what a program without -n runs on, as with mpirun; repeated, they add.
         const std::string value = take_value(flag, inline_value);
-        const auto named = slots_on_this_host(value, flag + " " + value);
+        const auto named = slots_on_this_host(value);
         if (!named) usage_error(flag + " " + value + ": " + std::string(kOtherHosts));
-        host_slots += *named;
+        host_slots =
+            std::min<std::uint64_t>(UINT32_MAX, (part_named_host ? *host_slots : 0) + *named);
+        host_option = part_named_host ? host_option + " " + flag + " " + value : flag + " " + value;
+        part_named_host = true;
       } else if (const NotTaken* o = not_taken(key); o != nullptr) {
         usage_error(flag + ": " + std::string(o->why));
       } else {
@@ -391,12 +403,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
       }
     }
 
-    // mpirun's default: one rank per slot, -H's or this host's cores. Too many -H slots make
-    // the job too large (below); too many cores, the largest job.
-    const std::uint64_t app_ranks =
-        have_size ? app.size
-                  : (host_slots > 0 ? host_slots : std::clamp<std::uint32_t>(slots, 1, kMaxRanks));
-    app.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(app_ranks, kMaxRanks));
+    sized.push_back(have_size);
     // The program and its arguments: up to the next ':' (as mpirun, even after "--"), or all
     // that is left.
     std::size_t end = i;
@@ -409,9 +416,23 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
                                                  std::to_string(options.apps.size() - 1) + ")");
     }
     if (app.program.front().empty()) usage_error("the program name is empty");
-    ranks += app_ranks;
     if (end == args.size()) break;
     i = end + 1;  // past the ':'
+  }
+
+  // Too many -H slots make the job too large (below); too many cores, the largest job.
+  const std::uint64_t default_size =
+      host_slots ? *host_slots : std::clamp<std::uint32_t>(slots, 1, kMaxRanks);
+  std::uint64_t ranks = 0;
+  for (std::size_t a = 0; a < options.apps.size(); ++a) {
+    AppContext& app = options.apps[a];
+    if (!sized[a]) {
+      if (default_size == 0) {
+        usage_error(host_option + ": this host has no slots for a program without -n");
+      }
+      app.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(default_size, kMaxRanks));
+    }
+    ranks += sized[a] ? app.size : default_size;
   }
 
   if (ranks > kMaxRanks) {

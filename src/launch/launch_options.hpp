@@ -40,7 +40,7 @@ struct EnvSetting {
 /// contexts of a command line are separated by ':' and take consecutive ranks (MPMD); each
 /// rank learns its context's index as MPI_APPNUM.
 struct AppContext {
-  std::uint32_t size = 1;  ///< -n / -np; when not given, the slots parse_launch_options was given
+  std::uint32_t size = 1;       ///< -n / -np; when not given, the slots (parse_launch_options)
   std::vector<EnvSetting> env;  ///< -x, for this context's ranks (as mpirun's)
   /// --wdir: the directory the ranks run in (and a relative program is found in); absolute
   /// once resolve_working_dir has run. nullopt: sempirun's own.
@@ -77,8 +77,9 @@ struct ParsedCommandLine {
 
 /// Parses the arguments after argv[0]: options, a program and its arguments, then, after a
 /// ':' argument, another context's options and program (mpirun's MPMD form; as there, ':'
-/// separates even after '--'). A context without -n gets `slots` ranks (clamped to 1..kMaxRanks):
-/// mpirun starts one per processor core (usable_cores()). Throws sempi::Error(config) with a
+/// separates even after '--'). A context without -n gets the slots -H gives this host (the last
+/// context's -H, for all of them), else `slots` ranks (clamped to 1..kMaxRanks): mpirun starts
+/// one per processor core (sempirun passes usable_cores()). Throws sempi::Error(config) with a
 /// one-line message for an unknown flag, a missing or malformed value, a missing program, or a
 /// reserved -x name.
 ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::uint32_t slots);

@@ -152,17 +152,32 @@ TEST(LaunchOptions, OpenMpiOptionsNotTakenSayWhy) {
   }
   EXPECT_EQ(run_options({"-H", "localhost:4", "-n", "2", "prog"}).size, 2u);
   // A program without -n runs on -H's slots, as with mpirun: N for "host:N", 1 without a count,
-  // added up over the list and over repeated options; another program has its own.
+  // added up over the list and over repeated options in one part.
   EXPECT_EQ(parse({"-H", "localhost:4", "prog"}, 2).options.size, 4u);
   EXPECT_EQ(run_options({"--host", "localhost,127.0.0.1:2", "prog"}).size, 3u);
   EXPECT_EQ(run_options({"-H", "LOCALHOST,", "prog"}).size, 1u);  // as mpirun takes it
   EXPECT_EQ(run_options({"-H", "localhost:2", "--host=localhost:3", "prog"}).size, 5u);
-  const auto per_program = parse({"-H", "localhost:3", "a", ":", "b"}, 2).options;
-  EXPECT_EQ(per_program.apps.at(0).size, 3u);
-  EXPECT_EQ(per_program.apps.at(1).size, 2u);
+  // The slots are the job's: every part without -n gets them all, and the last part's -H
+  // decides (as mpirun --oversubscribe runs these).
+  const auto sizes = [](std::vector<std::string> args) {
+    std::vector<std::uint32_t> out;
+    for (const auto& app : parse(std::move(args), 2).options.apps) out.push_back(app.size);
+    return out;
+  };
+  using Sizes = std::vector<std::uint32_t>;
+  EXPECT_EQ(sizes({"-H", "localhost:3", "a", ":", "b"}), (Sizes{3, 3}));
+  EXPECT_EQ(sizes({"-H", "localhost:3", "-n", "1", "a", ":", "b"}), (Sizes{1, 3}));
+  EXPECT_EQ(sizes({"-H", "localhost:2", "a", ":", "-H", "localhost:1", "b"}), (Sizes{1, 1}));
+  EXPECT_EQ(sizes({"-H", "localhost:1", "a", ":", "-H", "localhost:2", "b"}), (Sizes{2, 2}));
+  // Slots are no limit, and their count matters only to a part without -n.
+  EXPECT_EQ(run_options({"-H", "localhost:2", "-n", "3", "prog"}).size, 3u);
+  EXPECT_EQ(run_options({"-H", "localhost:0", "-n", "1", "prog"}).size, 1u);
+  EXPECT_EQ(run_options({"-H", "localhost:99999", "-n", "2", "prog"}).size, 2u);
+  EXPECT_EQ(run_options({"-H", "localhost:2,localhost:0", "prog"}).size, 2u);
   expect_refused({"-H", "localhost:0", "prog"},
-                 "-H localhost:0: a host's slots must be between 1 and 4096, got '0'");
+                 "-H localhost:0: this host has no slots for a program without -n");
   expect_refused({"-H", "localhost:4096,localhost", "prog"}, "the job would have 4097 ranks");
+  expect_refused({"-H", "localhost:99999", "prog"}, "the job would have 99999 ranks");
   EXPECT_EQ(run_options({"--map-by", "L3cache", "--map-by=core:oversubscribe", "prog"}).size, 1u);
   expect_refused({"-H", ",", "prog"}, "sempirun runs every rank on this host");
   expect_refused({"--host", "localhost,node2", "prog"},
