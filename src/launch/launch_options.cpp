@@ -1,5 +1,6 @@
 #include "launch/launch_options.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -488,29 +489,29 @@ void prepare_audit_dir(const LaunchOptions& options) {
 
 namespace {
 
-void resolve_working_dir(std::optional<std::filesystem::path>& working_dir) {
-  if (!working_dir) return;
-  const std::string given = working_dir->string();  // escaped where it is printed
-  // Resolved now, links and "..", as the kernel does (so "link/.." is the link's parent, as
-  // for mpirun), for PWD and messages. The launcher then opens it once, and the look-up and
-  // the ranks use that descriptor: a rename after this cannot redirect them.
-  std::error_code ec;
-  const auto resolved = std::filesystem::canonical(*working_dir, ec);
-  if (ec) throw Error(ErrorClass::config, "--wdir " + given + ": " + ec.message());
-  struct stat st {};
-  if (::stat(resolved.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(ENOTDIR));
-  }
-  if (::access(resolved.c_str(), X_OK) != 0) {
+void resolve_working_dir(AppContext& app) {
+  if (!app.working_dir) return;
+  const std::string given = app.working_dir->string();  // escaped where it is printed
+  // Opened now, links and ".." resolved as the kernel does (so "link/.." is the link's parent,
+  // as for mpirun): the look-up and every rank use this descriptor, so a rename after this,
+  // of the directory or of a parent others may write to, cannot redirect them.
+  transport::UniqueFd dir(::open(given.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid() || ::faccessat(dir.get(), ".", X_OK, 0) != 0) {
     throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
   }
-  working_dir = resolved;
+  // Its name, for PWD and messages: what the kernel says was opened.
+  std::error_code ec;
+  auto name = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(dir.get()), ec);
+  if (ec || !name.is_absolute()) name = std::filesystem::canonical(given, ec);  // no /proc
+  if (ec) throw Error(ErrorClass::config, "--wdir " + given + ": " + ec.message());
+  app.working_dir = name;
+  app.working_dir_fd = std::make_shared<const transport::UniqueFd>(std::move(dir));
 }
 
 }  // namespace
 
 void resolve_working_dir(LaunchOptions& options) {
-  for (auto& app : options.apps) resolve_working_dir(app.working_dir);
+  for (auto& app : options.apps) resolve_working_dir(app);
 }
 
 void resolve_start_timeout(LaunchOptions& options) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "launch/bootstrap_protocol.hpp"
 #include "policy/policy_document.hpp"
+#include "transport/socket.hpp"
 
 namespace sempi::launch {
 
@@ -42,9 +44,12 @@ struct EnvSetting {
 struct AppContext {
   std::uint32_t size = 1;       ///< -n / -np; when not given, the slots (parse_launch_options)
   std::vector<EnvSetting> env;  ///< -x, for this context's ranks (as mpirun's)
-  /// --wdir: the directory the ranks run in (and a relative program is found in); absolute
-  /// once resolve_working_dir has run. nullopt: sempirun's own.
+  /// --wdir: the directory the ranks run in (and a relative program is found in); once
+  /// resolve_working_dir has run, the absolute name of what it opened. nullopt: sempirun's own.
   std::optional<std::filesystem::path> working_dir;
+  /// That directory, opened (O_PATH) by resolve_working_dir: the program is looked up and the
+  /// ranks run in it, whatever is renamed after. Null without --wdir.
+  std::shared_ptr<const transport::UniqueFd> working_dir_fd;
   std::vector<std::string> program;  ///< program, then its arguments, verbatim
 };
 
@@ -93,8 +98,9 @@ void prepare_audit_dir(const LaunchOptions& options);
 /// their welcome and into the log's records, both JSON, which holds UTF-8 text only.
 void require_utf8_audit_dir(const std::filesystem::path& dir);
 
-/// Makes each --wdir absolute (relative to this process's working directory, as mpirun does)
-/// and checks that the ranks can change to it. Throws sempi::Error(config) naming what is wrong.
+/// Opens each --wdir (relative to this process's working directory, as mpirun does; links and
+/// ".." as the kernel resolves them), checks that the ranks can change to it, and names it by
+/// its absolute path. Throws sempi::Error(config) naming what is wrong.
 void resolve_working_dir(LaunchOptions& options);
 
 /// Sets options.start_timeout to the SEMPI_START_TIMEOUT the ranks will see: the last -x for

@@ -389,27 +389,17 @@ class Launcher::Job {
     ranks_.reserve(options_.size);
     // Every program is looked up once, before any rank starts: one that cannot run (a typo,
     // most often) ends the job before the ranks of the programs before it have started.
-    // A --wdir is opened once, here: the look-up and every rank of its program use the
-    // directory so opened, whatever is renamed later (SECURITY.md).
+    // A --wdir was opened once (resolve_working_dir): the look-up and every rank of its program
+    // use the directory so opened, whatever is renamed later (SECURITY.md).
+    const auto directory_of = [](const AppContext& app) {
+      return app.working_dir_fd ? app.working_dir_fd->get() : AT_FDCWD;
+    };
     std::uint32_t startable = options_.size;
     std::vector<std::string> app_program;  // the file each context's ranks exec
-    std::vector<UniqueFd> app_dir(options_.apps.size());  // invalid: ours
     for (std::size_t a = 0, first = 0; a < options_.apps.size(); first += options_.apps[a++].size) {
       const AppContext& app = options_.apps[a];
-      if (app.working_dir) {
-        app_dir[a].reset(::open(app.working_dir->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!app_dir[a].valid()) {
-          const int error = errno;
-          report("error: --wdir " + printable(app.working_dir->string()) + ": " +
-                 std::strerror(error));
-          cause(kExitUsage, "sempirun could not start rank " + std::to_string(first), true);
-          startable = 0;
-          break;
-        }
-      }
       try {
-        app_program.push_back(find_program(app.program.front(), app_env[a],
-                                           app_dir[a].valid() ? app_dir[a].get() : AT_FDCWD));
+        app_program.push_back(find_program(app.program.front(), app_env[a], directory_of(app)));
       } catch (const CannotExecute& e) {
         report("error: " + printable_lines(e.what()));
         cause(e.shell_status(), "sempirun could not start rank " + std::to_string(first), true);
@@ -443,7 +433,7 @@ class Launcher::Job {
       }
       request.nofile_limit = nofile;
       if (app.working_dir) request.working_dir = *app.working_dir;
-      request.working_dir_fd = app_dir[a].valid() ? app_dir[a].get() : -1;
+      if (app.working_dir_fd) request.working_dir_fd = app.working_dir_fd->get();
       request.ignored_signals = signals.inherited_ignored();
       const bool reads_stdin = options_.stdin_rank == r;
       if (reads_stdin) {

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,8 +71,17 @@ constexpr int kStageWorkingDir = 3;
   // The launcher controls teardown; if it dies (even by SIGKILL), so does the rank.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(report, kStageSetup);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl took effect
-  // First: the descriptor may be one of 0-3, which the moves below replace.
-  if (working_dir >= 0 && ::fchdir(working_dir) != 0) child_fail(report, kStageWorkingDir);
+  // First: the descriptor may be one of 0-3, which the moves below replace. A directory removed
+  // since it was opened can still be entered, but nothing is found or made in it: gone.
+  if (working_dir >= 0) {
+    if (::fchdir(working_dir) != 0) child_fail(report, kStageWorkingDir);
+    struct stat here {};
+    if (::stat(".", &here) != 0) child_fail(report, kStageWorkingDir);
+    if (here.st_nlink == 0) {
+      errno = ENOENT;
+      child_fail(report, kStageWorkingDir);
+    }
+  }
 
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -207,7 +217,7 @@ RankProcess RankProcess::spawn(const SpawnRequest& request) {
           request.argv[0], failure.error, kExitNotExecutable,
           failure.error == ENOENT ? " (or the interpreter its #! line names)" : std::string());
     }
-    if (failure.stage == kStageWorkingDir) {  // checked at start-up; gone or changed since
+    if (failure.stage == kStageWorkingDir) {  // not one to enter, or removed since it was opened
       throw Error(ErrorClass::config, "cannot run " + request.argv[0] + " in " +
                                           request.working_dir.string() + ": " +
                                           std::strerror(failure.error));

@@ -453,12 +453,21 @@ TEST(LaunchOptions, WorkingDirectory) {
   const std::string through_a_file = refusal("file/../sub");  // as the kernel (and cd) sees it
   fs::current_path(before);
   EXPECT_EQ(relative.apps.at(0).working_dir, fs::canonical(dir.path() / "sub"));
+  // It is opened, once: what the ranks will use is that directory, named or renamed.
+  ASSERT_TRUE(relative.apps.at(0).working_dir_fd);
+  fs::rename(dir.path() / "sub", dir.path() / "renamed");
+  struct stat opened {};
+  struct stat renamed {};
+  ASSERT_EQ(::fstat(relative.apps.at(0).working_dir_fd->get(), &opened), 0);
+  ASSERT_EQ(::stat((dir.path() / "renamed").c_str(), &renamed), 0);
+  EXPECT_EQ(opened.st_ino, renamed.st_ino);
   EXPECT_EQ(missing, "--wdir none: No such file or directory");
   EXPECT_EQ(file, "--wdir file: Not a directory");
   EXPECT_EQ(through_a_file, "--wdir file/../sub: Not a directory");
   auto unset = run_options({"prog"});
   resolve_working_dir(unset);
   EXPECT_FALSE(unset.apps.at(0).working_dir);
+  EXPECT_FALSE(unset.apps.at(0).working_dir_fd);
 }
 
 TEST(LaunchOptions, AuditDirCreatedPrivate) {

@@ -14,27 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "transport/socket.hpp"
-
+#include "support/open_dir.hpp"
 #include "support/temp_dir.hpp"
 
 namespace sempi::launch {
 namespace {
 
 namespace fs = std::filesystem;
+using sempi::test::open_dir;
 using sempi::test::TempDir;
 
 void make_file(const fs::path& path, mode_t mode) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << "#!/bin/sh\n";
   ASSERT_EQ(::chmod(path.c_str(), mode), 0);
-}
-
-// The directory as sempirun opens a --wdir: a descriptor to look up and change to.
-transport::UniqueFd open_dir(const fs::path& dir) {
-  transport::UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  EXPECT_TRUE(fd.valid()) << dir << ": " << std::strerror(errno);
-  return fd;
 }
 
 // The CannotExecute find_program throws, or a failure naming what it found instead.

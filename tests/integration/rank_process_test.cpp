@@ -18,20 +18,16 @@
 #include "sempi/error.hpp"
 #include "transport/socket.hpp"
 
+#include "support/open_dir.hpp"
 #include "support/temp_dir.hpp"
 
 namespace sempi::launch {
 namespace {
 
 namespace fs = std::filesystem;
+using sempi::test::open_dir;
 using sempi::test::TempDir;
 using transport::UniqueFd;
-
-UniqueFd open_dir(const fs::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  EXPECT_TRUE(fd.valid()) << dir << ": " << std::strerror(errno);
-  return fd;
-}
 
 // Runs `pwd -P` (the physical directory) as a rank in `working_dir_fd`; its output, without the
 // newline, once it has exited with status 0.
@@ -78,16 +74,31 @@ TEST(RankProcess, RunsInTheDirectoryOpenedWhateverIsRenamedLater) {
             fs::canonical(dir.path() / "moved").string());
 }
 
+// Puts `fd` in place of this process's stdin until the end of the scope, however it ends.
+class StdinReplaced {
+ public:
+  explicit StdinReplaced(int fd) : saved_(::fcntl(0, F_DUPFD_CLOEXEC, 10)) {
+    EXPECT_TRUE(saved_.valid());
+    EXPECT_EQ(::dup2(fd, 0), 0);
+  }
+  ~StdinReplaced() { ::dup2(saved_.get(), 0); }
+  StdinReplaced(const StdinReplaced&) = delete;
+  StdinReplaced& operator=(const StdinReplaced&) = delete;
+
+ private:
+  UniqueFd saved_;
+};
+
 // The descriptor may be one of the numbers the rank's stdin, stdout, stderr and bootstrap
 // channel are moved to: the child changes directory before it moves them.
 TEST(RankProcess, ADirectoryDescriptorAmongTheLowestNumbersWorks) {
   TempDir dir;
   const auto at = open_dir(dir.path());
-  const UniqueFd saved_stdin(::fcntl(0, F_DUPFD_CLOEXEC, 10));
-  ASSERT_TRUE(saved_stdin.valid());
-  ASSERT_EQ(::dup2(at.get(), 0), 0);
-  const std::string where = physical_directory_of_rank(0, dir.path());
-  ASSERT_EQ(::dup2(saved_stdin.get(), 0), 0);
+  std::string where;
+  {
+    const StdinReplaced replaced(at.get());
+    where = physical_directory_of_rank(0, dir.path());
+  }
   EXPECT_EQ(where, fs::canonical(dir.path()).string());
 }
 
@@ -111,6 +122,27 @@ TEST(RankProcess, ADirectoryTheRankCannotEnterFailsItsStart) {
     EXPECT_EQ(std::string(e.what()), "cannot run true in /the/name/given: Not a directory");
   }
   EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a child was left to reap";
+}
+
+// A directory removed after it was opened can still be entered, but is no place to run.
+TEST(RankProcess, ADirectoryRemovedSinceItWasOpenedFailsItsStart) {
+  TempDir dir;
+  const fs::path gone = dir.path() / "gone";
+  fs::create_directory(gone);
+  const auto at = open_dir(gone);
+  fs::remove(gone);
+  SpawnRequest request;
+  request.argv = {"true"};
+  request.program = "/bin/true";
+  request.working_dir_fd = at.get();
+  request.working_dir = gone;
+  try {
+    RankProcess::spawn(request);
+    ADD_FAILURE() << "the rank started";
+  } catch (const sempi::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot run true in " + gone.string() + ": No such file or directory");
+  }
 }
 
 TEST(RankProcess, WithoutADirectoryTheLaunchersIsKept) {
