@@ -52,11 +52,13 @@ std::string excerpt(const std::string& value) {
   return value.size() <= kMax ? value : value.substr(0, kMax) + "...";
 }
 
-// Anything under the name counts as there: a FIFO, a directory or a link in a log's place is
-// then reported unreadable when it is opened (open_regular_file), not as a deleted log.
+// Anything under the name counts as there, and so does what cannot be looked at (a directory
+// that may be listed but not searched): a FIFO, a directory or a link in a log's place is then
+// reported unreadable when it is opened (open_regular_file), not as a deleted log.
 LogFile log_file(const fs::path& path, const std::string& name) {
-  std::error_code ec;
-  return {name, path, fs::exists(fs::symlink_status(path, ec))};
+  struct stat st {};
+  const bool absent = ::lstat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
+  return {name, path, !absent};
 }
 
 bool looks_like_rank_log(const std::string& name) {
