@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -38,6 +37,7 @@
 #include "policy/policy_document.hpp"
 #include "transport/socket.hpp"
 
+#include "support/affinity.hpp"
 #include "support/temp_dir.hpp"
 
 #ifndef SEMPIRUN_PATH
@@ -247,16 +247,7 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
     }
     for (const int sig : setup.ignored_signals) ::signal(sig, SIG_IGN);
     if (setup.own_process_group && ::setpgid(0, 0) != 0) ::_exit(127);
-    if (setup.only_one_cpu) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      if (::sched_getaffinity(0, sizeof set, &set) != 0) ::_exit(127);
-      int first = 0;
-      while (!CPU_ISSET(first, &set)) ++first;
-      CPU_ZERO(&set);
-      CPU_SET(first, &set);
-      if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(127);
-    }
+    if (setup.only_one_cpu && !sempi::test::keep_only_first_cpu()) ::_exit(127);
     if (setup.stdin_terminal != Terminal::none && setup.stdin_terminal != Terminal::plain) {
       become_terminal_session(0, setup.stdin_terminal);
     }

@@ -8,8 +8,11 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
+
+#include "support/affinity.hpp"
 
 namespace sempi {
 namespace {
@@ -64,15 +67,21 @@ TEST(Cpus, CoresAreDistinctPhysicalCores) {
 
 TEST(Cpus, OneCpuAllowedIsOneCore) {
   const AffinityRestorer restore;
-  cpu_set_t set = affinity();
-  int first = 0;
-  while (!CPU_ISSET(first, &set)) ++first;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  ASSERT_TRUE(test::keep_only_first_cpu());
   EXPECT_EQ(usable_cpus(), 1);
   EXPECT_EQ(usable_cores(), 1);
+}
+
+// Hardware threads of one core count once, whichever of them the mask holds; a CPU whose core
+// is unknown counts as one.
+TEST(Cpus, ThreadsOfOneCoreCountOnce) {
+  // Two cores of two threads each, numbered as Linux numbers them: 0 and 2 share a core.
+  const auto smt = [](int cpu) { return cpu % 2 == 0 ? std::string("0,2") : std::string("1,3"); };
+  EXPECT_EQ(cores_among(std::vector<int>{0, 1, 2, 3}, smt), 2);
+  EXPECT_EQ(cores_among(std::vector<int>{0, 2}, smt), 1);
+  EXPECT_EQ(cores_among(std::vector<int>{0, 1}, smt), 2);
+  EXPECT_EQ(cores_among(std::vector<int>{0, 1, 2}, [](int) { return std::string(); }), 3);
+  EXPECT_EQ(cores_among(std::vector<int>{}, smt), 1);
 }
 
 }  // namespace
