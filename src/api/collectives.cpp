@@ -122,7 +122,8 @@ std::shared_ptr<Schedule> build_bcast(const std::shared_ptr<const detail::CommSt
                                       const char* operation) {
   check_root(*comm, root, operation);
   check_buffer(buf, bytes, operation, "data");
-  const auto t = Thresholds::from_environment();  // before the number: see scheduled()
+  // Before the number: see scheduled().
+  const auto t = Thresholds::from_environment(detail::Runtime::get().engine().job_oversubscribed());
   auto s = make(comm, OpKind::bcast, operation);
   if (s->size() == 1 || bytes == 0) return s;
   switch (detail::coll::choose_bcast(t, bytes, s->size())) {

@@ -7,7 +7,9 @@
 //
 //   variable                                      default   meaning
 //   SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN        256 KiB   bcast: scatter + ring allgather
-//                                                           (van de Geijn) from this many bytes,
+//                                                           (van de Geijn) from this many bytes
+//                                                           (never, by default, in a job whose
+//                                                           ranks outnumber a host's CPUs),
 //   SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN_RANKS  4         ... on at least this many ranks;
 //                                                           binomial tree otherwise
 //   SEMPI_COLL_ALLREDUCE_RABENSEIFNER_MIN         16 KiB    allreduce: Rabenseifner (reduce-
@@ -40,7 +42,12 @@ struct Thresholds {
 
   /// Defaults overridden by the SEMPI_COLL_* environment variables (read on every call, so a
   /// program, e.g. the benchmark, may change them between collectives on all ranks).
-  static Thresholds from_environment();
+  /// `job_oversubscribed` (EngineConfig): the job's ranks outnumber a host's CPUs. Then the
+  /// work of all ranks together, not one rank's critical path, is what takes the time, and
+  /// bcast keeps to the binomial tree, which moves fewer bytes in all than scatter + allgather
+  /// ((p-1) n against about (p-1) n + n log2(p) / 2; 20-40 % faster at 4 and 8 ranks on 2
+  /// cores, bench/RESULTS.md), unless the variable says otherwise.
+  static Thresholds from_environment(bool job_oversubscribed = false);
 };
 
 /// Parses "123", "64K", "4M", "1G" (binary multiples). Throws sempi::Error(config).

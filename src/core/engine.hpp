@@ -115,6 +115,9 @@ struct EngineConfig {
   /// Give the core away between spin rounds: when this host runs more ranks than it has
   /// cores, the peer a spinner waits for may need this very core.
   bool yield_while_spinning = false;
+  /// The job's ranks outnumber the CPUs of a host they run on (the same on every rank, from the
+  /// launcher): collectives then prefer the algorithms that move the fewest bytes in all.
+  bool job_oversubscribed = false;
   /// Largest DATA frame of a rendezvous transfer.
   std::size_t rendezvous_chunk = 4u << 20;
   /// The job's policy (null: allow everything, unaudited - only for engines built by tests).
@@ -165,6 +168,7 @@ class Engine {
 
   [[nodiscard]] int world_rank() const noexcept { return config_.world_rank; }
   [[nodiscard]] int world_size() const noexcept { return config_.world_size; }
+  [[nodiscard]] bool job_oversubscribed() const noexcept { return config_.job_oversubscribed; }
 
   // Operations. Arguments are validated by the caller (Communicator); these never throw for
   // conditions a peer causes: failures complete the request with an error instead.

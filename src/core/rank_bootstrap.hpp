@@ -28,6 +28,7 @@ struct JoinedJob {
   std::string policy_text;
   std::shared_ptr<const policy::Policy> policy;  // compiled policy_text
   std::shared_ptr<audit::AuditLog> audit;         // null: not audited (singleton)
+  bool oversubscribed = false;  // the launcher's word: ranks outnumber a host's CPUs
   std::vector<std::unique_ptr<transport::Channel>> channels;  // index: world rank
   transport::UniqueFd bootstrap;  // invalid for a singleton
   /// What was read from `bootstrap` beyond the welcome (an abort sent right after it): the

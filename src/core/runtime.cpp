@@ -49,6 +49,7 @@ Runtime::Runtime()
   // outnumber cores (bench/RESULTS.md).
   config.spin = std::chrono::microseconds(env_long("SEMPI_SPIN_US", 200, kMaxMicroseconds));
   config.yield_while_spinning = env_long("SEMPI_LOCAL_SIZE", 1) > usable_cpus();
+  config.job_oversubscribed = job_.oversubscribed;
   config.policy = job_.policy;  // decisions precompiled per communicator by the engine
   config.audit = job_.audit;
   engine_ = std::make_unique<Engine>(config, std::move(job_.channels), job_.bootstrap.get(),

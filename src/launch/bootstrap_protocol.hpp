@@ -30,7 +30,10 @@
 //   {"type":"welcome", "rank":R, "size":N, "job":HEX, "certificate":PEM, "ca":PEM,
 //    "policy":JSON-TEXT, "policy_digest":HEX, "endpoints":["HOST:PORT", ...] (index = rank),
 //    "local_endpoints":[{"host":ID, "path":PATH} or null, ...] (index = rank),
-//    "audit_dir":PATH}                       absolute; the rank writes PATH/rank-<R>.jsonl
+//    "audit_dir":PATH,                       absolute; the rank writes PATH/rank-<R>.jsonl
+//    "oversubscribed":BOOL}                  the job's ranks on a host outnumber the CPUs they
+//                                            may use there: the same on every rank, so that
+//                                            collectives that choose by it choose alike
 //   {"type":"finalize_ok"}                   every rank reached finalize
 //   {"type":"abort", "reason":S}             the job is being torn down
 //   {"type":"error", "reason":S}             enrollment refused (bad CSR, ...)

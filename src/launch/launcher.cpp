@@ -27,6 +27,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/audit_reader.hpp"
 #include "audit/seal.hpp"
+#include "common/cpus.hpp"
 #include "common/hex.hpp"
 #include "common/printable.hpp"
 #include "launch/bootstrap_protocol.hpp"
@@ -1296,6 +1297,8 @@ class Launcher::Job {
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
+          // Every rank runs here, on the CPUs of our affinity mask, which they inherit.
+          welcome["oversubscribed"] = options_.size > static_cast<std::uint32_t>(usable_cpus());
           ranks_[w]->welcome_queued = true;
           send(w, welcome);
         }

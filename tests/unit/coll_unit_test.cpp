@@ -127,6 +127,13 @@ TEST(Tuning, SelectionFollowsSizesAndRanks) {
   EXPECT_EQ(e.allreduce_ring_min, 0u);
   EXPECT_EQ(e.allgather_ring_min, 2048u);
   EXPECT_EQ(choose_allreduce(e, 8, 4, 4, true), AllreduceAlgorithm::ring);
+  // Ranks that outnumber their host's CPUs keep bcast to the binomial tree, unless told not to.
+  EXPECT_EQ(choose_bcast(Thresholds::from_environment(true), 64 << 20, 8),
+            BcastAlgorithm::binomial);
+  ::setenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN", "1M", 1);
+  const auto told = Thresholds::from_environment(true);
+  ::unsetenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN");
+  EXPECT_EQ(choose_bcast(told, 1 << 20, 8), BcastAlgorithm::scatter_allgather);
 }
 
 TEST(ScheduleMath, TagsStayInRangeAndSeparateSequencesAndSteps) {
