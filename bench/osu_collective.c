@@ -1,5 +1,6 @@
-/* Collective latency (OSU-style) for allreduce, bcast or alltoall: average time per call in
- * microseconds, the maximum over ranks. Usage: osu_collective allreduce|bcast|alltoall [-m N] */
+/* Collective latency (OSU-style) for allreduce, bcast, alltoall or reduce (to rank 0): average
+ * time per call in microseconds, the maximum over ranks.
+ * Usage: osu_collective allreduce|bcast|alltoall|reduce [-m N] */
 #include "osu_util.h"
 
 int main(int argc, char** argv) {
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   char* rbuf = bench_alloc(o.max_size * per_rank);
   if (rank == 0) printf("# osu_%s (%d ranks)\n# size_bytes latency_us\n", which, size);
   long min = o.min_size;
-  if (strcmp(which, "allreduce") == 0 && min < 4) min = 4;
+  if ((strcmp(which, "allreduce") == 0 || strcmp(which, "reduce") == 0) && min < 4) min = 4;
   for (long s = min; s <= o.max_size; s *= 2) {
     const int iters = bench_iterations(&o, s);
     double start = 0;
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
       if (i == o.warmup) start = MPI_Wtime();
       if (strcmp(which, "allreduce") == 0) {
         MPI_Allreduce(sbuf, rbuf, (int)(s / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      } else if (strcmp(which, "reduce") == 0) {
+        MPI_Reduce(sbuf, rbuf, (int)(s / 4), MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
       } else if (strcmp(which, "bcast") == 0) {
         MPI_Bcast(sbuf, (int)s, MPI_CHAR, 0, MPI_COMM_WORLD);
       } else {

@@ -577,7 +577,8 @@ std::shared_ptr<Schedule> build_reduce(const std::shared_ptr<const detail::CommS
   const bool in_place = is_root && is_in_place(send);
   if (!in_place) check_buffer(send, bytes, name, "send");
   if (is_root) check_buffer(recv, bytes, name, "receive");
-  const auto t = Thresholds::from_environment();  // before the number: see scheduled()
+  // Before the number: see scheduled().
+  const auto t = Thresholds::from_environment(detail::Runtime::get().engine().job_oversubscribed());
   auto s = make(comm, OpKind::reduce, name);
   if (count > 0) {
     const std::byte* input = in_place ? nullptr : as_bytes(send);

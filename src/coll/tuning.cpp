@@ -46,7 +46,10 @@ std::size_t parse_size(std::string_view variable, std::string_view text) {
 
 Thresholds Thresholds::from_environment(bool job_oversubscribed) {
   Thresholds t;
-  if (job_oversubscribed) t.bcast_scatter_allgather_min = std::numeric_limits<std::size_t>::max();
+  if (job_oversubscribed) {
+    t.bcast_scatter_allgather_min = std::numeric_limits<std::size_t>::max();
+    t.reduce_rabenseifner_min = std::numeric_limits<std::size_t>::max();
+  }
   t.bcast_scatter_allgather_min =
       env_size("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN", t.bcast_scatter_allgather_min);
   const std::size_t ranks = env_size("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN_RANKS",

@@ -19,7 +19,9 @@
 //   SEMPI_COLL_ALLREDUCE_RING_MIN                 4 MiB     allreduce: ring from this many bytes
 //                                                           if the op is commutative
 //   SEMPI_COLL_REDUCE_RABENSEIFNER_MIN            2 MiB     reduce: reduce-scatter + gather from
-//                                                           this many bytes; binomial below
+//                                                           this many bytes (never, by default,
+//                                                           in a job whose ranks outnumber a
+//                                                           host's CPUs); binomial below
 //   SEMPI_COLL_ALLGATHER_RING_MIN                 256 KiB   allgather: ring when the gathered
 //                                                           total is at least this; Bruck below
 //
@@ -44,9 +46,10 @@ struct Thresholds {
   /// program, e.g. the benchmark, may change them between collectives on all ranks).
   /// `job_oversubscribed` (EngineConfig): the job's ranks outnumber a host's CPUs. Then the
   /// work of all ranks together, not one rank's critical path, is what takes the time, and
-  /// bcast keeps to the binomial tree, which moves fewer bytes in all than scatter + allgather
-  /// ((p-1) n against about (p-1) n + n log2(p) / 2; 20-40 % faster at 4 and 8 ranks on 2
-  /// cores, bench/RESULTS.md), unless the variable says otherwise.
+  /// bcast and reduce keep to the binomial tree, which moves fewer bytes in all: (p-1) n,
+  /// against about (p-1) n + n log2(p) / 2 for scatter + allgather and (p-1) n + (p-1) n / p
+  /// for reduce-scatter + gather (20-40 % faster at 4 and 8 ranks on 2 cores, bench/RESULTS.md
+  /// thirtieth session), unless the variables say otherwise.
   static Thresholds from_environment(bool job_oversubscribed = false);
 };
 

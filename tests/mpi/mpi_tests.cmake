@@ -30,11 +30,11 @@ add_test(NAME mpi.appnum.mpmd
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_mpmd_test.sh $<TARGET_FILE:sempirun>
           ${sempi_mpi_test_dir}/appnum)
 set_tests_properties(mpi.appnum.mpmd PROPERTIES FIXTURES_REQUIRED sempi_mpi_programs TIMEOUT 90)
-# Long broadcasts in a job whose ranks outnumber its CPUs: the binomial tree (run on one CPU).
-add_test(NAME mpi.bcast_large.oversubscribed
-  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_bcast_choice_test.sh $<TARGET_FILE:sempirun>
-          ${sempi_mpi_test_dir}/bcast_large ${CMAKE_CURRENT_LIST_DIR}/message_audit.json)
-set_tests_properties(mpi.bcast_large.oversubscribed PROPERTIES
+# Long bcast and reduce in a job whose ranks outnumber its CPUs: binomial trees (one CPU).
+add_test(NAME mpi.long_collectives.oversubscribed
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_tree_choice_test.sh $<TARGET_FILE:sempirun>
+          ${sempi_mpi_test_dir}/long_collectives ${CMAKE_CURRENT_LIST_DIR}/message_audit.json)
+set_tests_properties(mpi.long_collectives.oversubscribed PROPERTIES
   FIXTURES_REQUIRED sempi_mpi_programs TIMEOUT 300)
 
 foreach(source ${sempi_mpi_policy_sources})

@@ -130,6 +130,8 @@ TEST(Tuning, SelectionFollowsSizesAndRanks) {
   // Ranks that outnumber their host's CPUs keep bcast to the binomial tree, unless told not to.
   EXPECT_EQ(choose_bcast(Thresholds::from_environment(true), 64 << 20, 8),
             BcastAlgorithm::binomial);
+  EXPECT_EQ(choose_reduce(Thresholds::from_environment(true), 64 << 20, 16 << 20, 8, true),
+            ReduceAlgorithm::binomial);
   ::setenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN", "1M", 1);
   const auto told = Thresholds::from_environment(true);
   ::unsetenv("SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN");
