@@ -196,7 +196,9 @@ JoinedJob join_job(std::chrono::seconds start_timeout) {
 
   joined.rank = field<int>(welcome, "rank");
   joined.size = field<int>(welcome, "size");
-  joined.oversubscribed = field<bool>(welcome, "oversubscribed");
+  // Absent from an older launcher's welcome: the same (false) for every rank of its job.
+  joined.oversubscribed =
+      welcome.contains("oversubscribed") && field<bool>(welcome, "oversubscribed");
   const auto endpoints = field<std::vector<std::string>>(welcome, "endpoints");
   if (joined.size < 1 || joined.rank < 0 || joined.rank >= joined.size ||
       endpoints.size() != static_cast<std::size_t>(joined.size)) {

@@ -35,9 +35,9 @@ constexpr const char* kUsage =
     "options:\n"
     "  -n N, -np N          number of ranks of the program, 1..4096 in all; also -c,\n"
     "                       --n, --np. Default, as mpirun: one per slot, which is as\n"
-    "                       many as -H gives this host (localhost:4; the last part's -H\n"
-    "                       for all), else one per processor core (only those in this\n"
-    "                       process's affinity mask: mpirun counts all)\n"
+    "                       many as -H gives this host (localhost:4; the last -H given,\n"
+    "                       in any part, for all), else one per processor core (only\n"
+    "                       those in this process's affinity mask: mpirun counts all)\n"
     "  -x VAR               forward VAR from this environment to the program's ranks\n"
     "                       (repeatable)\n"
     "  -x VAR=VALUE         set VAR=VALUE in the program's ranks' environment (repeatable)\n"
@@ -289,7 +289,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
     return args[++i];
   };
 
-  // As mpirun: -H's slots for this host are the job's, the last program part's -H deciding
+  // As mpirun: -H's slots for this host are the job's, the last part that has -H deciding
   // (repeated within a part, they add up); every part without -n runs on all of them, or on
   // `slots` (the cores) without -H. Not a limit: -n may ask for more, as --oversubscribe lets.
   std::optional<std::uint64_t> host_slots;
@@ -495,10 +495,15 @@ void resolve_working_dir(AppContext& app) {
   // Opened now, links and ".." resolved as the kernel does (so "link/.." is the link's parent,
   // as for mpirun): the look-up and every rank use this descriptor, so a rename after this,
   // of the directory or of a parent others may write to, cannot redirect them.
-  transport::UniqueFd dir(::open(given.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid() || ::faccessat(dir.get(), ".", X_OK, 0) != 0) {
+  transport::UniqueFd opened(::open(given.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!opened.valid() || ::faccessat(opened.get(), ".", X_OK, 0) != 0) {
     throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
   }
+  // Above 2: sempirun started with stdin, stdout or stderr closed gives each /dev/null later,
+  // and must not find this directory there instead.
+  transport::UniqueFd dir(::fcntl(opened.get(), F_DUPFD_CLOEXEC, 3));
+  if (!dir.valid())
+    throw Error(ErrorClass::config, "--wdir " + given + ": " + std::strerror(errno));
   // Its name, for PWD and messages: what the kernel says was opened.
   std::error_code ec;
   auto name = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(dir.get()), ec);

@@ -393,6 +393,9 @@ class Launcher::Job {
     // A --wdir was opened once (resolve_working_dir): the look-up and every rank of its program
     // use the directory so opened, whatever is renamed later (SECURITY.md).
     const auto directory_of = [](const AppContext& app) {
+      if (app.working_dir && !app.working_dir_fd) {
+        throw Error(ErrorClass::intern, "--wdir was not opened (resolve_working_dir)");
+      }
       return app.working_dir_fd ? app.working_dir_fd->get() : AT_FDCWD;
     };
     std::uint32_t startable = options_.size;
@@ -1294,11 +1297,13 @@ class Launcher::Job {
       }
       if (enrollment_->all_enrolled()) {
         enroll_deadline_.reset();
+        // Every rank runs here, on the CPUs of our affinity mask, which they inherit. Read once:
+        // every rank must get the same answer (their collectives choose by it).
+        const bool oversubscribed = options_.size > static_cast<std::uint32_t>(usable_cpus());
         for (std::uint32_t w = 0; w < ranks_.size() && !exit_status_; ++w) {
           auto welcome = enrollment_->welcome(w);
           welcome["audit_dir"] = audit_dir_.string();
-          // Every rank runs here, on the CPUs of our affinity mask, which they inherit.
-          welcome["oversubscribed"] = options_.size > static_cast<std::uint32_t>(usable_cpus());
+          welcome["oversubscribed"] = oversubscribed;
           ranks_[w]->welcome_queued = true;
           send(w, welcome);
         }

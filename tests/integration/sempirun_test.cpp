@@ -90,6 +90,7 @@ struct ProcessSetup {
   std::vector<int> ignored_signals;  // ignored when sempirun starts, as nohup does
   bool own_process_group = false;    // a job of its own, as a shell with job control starts it
   bool only_one_cpu = false;         // sempirun may run on its first usable CPU only (taskset)
+  bool stdin_closed = false;         // sempirun starts without a descriptor 0 (as `<&-`)
   // sempirun's stdin: /dev/null by default, else a pipe holding this text (then closed), or
   // a terminal (a pseudo-terminal's slave side) at which `typed` is typed.
   std::optional<std::string> stdin_text{};
@@ -237,7 +238,11 @@ RunResult run_sempirun(const std::vector<std::string>& args, const RunOptions& o
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::dup2(stdin_source.get(), 0);
+    if (setup.stdin_closed) {
+      ::close(0);
+    } else {
+      ::dup2(stdin_source.get(), 0);
+    }
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(127);
@@ -1167,6 +1172,18 @@ TEST(Sempirun, ProgramIsFoundInTheRanksPath) {
       run_sempirun({"-n", "1", "-x", "PATH=" + dir.path().string(), "sempirun-test-only-here"});
   EXPECT_EQ(bad.status, 126) << describe(bad);
   EXPECT_TRUE(contains(bad.err, "(or the interpreter its #! line names)")) << describe(bad);
+}
+
+// Started with stdin closed, sempirun gives the stdin rank /dev/null; --wdir's directory, which
+// it opens before it fills that gap, must not take descriptor 0 and become the rank's stdin.
+TEST(Sempirun, ClosedStdinIsEmptyWithWdirToo) {
+  TempDir dir;
+  ProcessSetup closed;
+  closed.stdin_closed = true;
+  const auto r = run_sempirun(
+      {"-n", "1", "--wdir", dir.path().string(), "sh", "-c", "cat; echo \"read $?\""}, {}, closed);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "read 0\n") << describe(r);
 }
 
 // --wdir, as mpirun's: the ranks run there, PWD says so, and a relative program is found
