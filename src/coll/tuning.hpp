@@ -1,7 +1,9 @@
 #pragma once
 // Algorithm selection for the collectives, by message size and communicator size, with
 // thresholds tunable through the environment (like MPICH's MPIR_CVAR_* variables). All ranks
-// must use the same values: a rank that picks another algorithm than its peers would exchange
+// must set the same values, or leave them unset alike (in a job whose ranks outnumber a host's
+// CPUs, an unset bcast or reduce threshold is not its default: see from_environment). A rank
+// that picks another algorithm than its peers would exchange
 // messages nobody expects (the collective then fails with a size mismatch or hangs until the
 // job's timeout).
 //

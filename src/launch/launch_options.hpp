@@ -83,10 +83,10 @@ struct ParsedCommandLine {
 /// Parses the arguments after argv[0]: options, a program and its arguments, then, after a
 /// ':' argument, another context's options and program (mpirun's MPMD form; as there, ':'
 /// separates even after '--'). A context without -n gets the slots -H gives this host (the last
-/// context's -H, for all of them), else `slots` ranks (clamped to 1..kMaxRanks): mpirun starts
-/// one per processor core (sempirun passes usable_cores()). Throws sempi::Error(config) with a
-/// one-line message for an unknown flag, a missing or malformed value, a missing program, or a
-/// reserved -x name.
+/// context that has -H decides, for all of them), else `slots` ranks (clamped to 1..kMaxRanks):
+/// mpirun starts one per processor core (sempirun passes usable_cores()). Throws
+/// sempi::Error(config) with a one-line message for an unknown flag, a missing or malformed value,
+/// a missing program, or a reserved -x name.
 ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::uint32_t slots);
 
 /// The job's policy: --policy FILE, or the built-in default. Throws sempi::Error(config).

@@ -10,12 +10,14 @@ set -uo pipefail
 sempirun="$1"
 program="$2"
 policy="$3"
+# The ranks inherit this environment: thresholds set in it would decide instead.
+unset "${!SEMPI_COLL_@}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/sempi-tree-choice.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-# The first CPU this process may use ("pid N's current affinity list: 0-3,8").
-cpu="$(taskset -pc $$ | sed 's/.*: //' | grep -o '^[0-9]*')"
-if [ -z "$cpu" ]; then
-  echo "cannot read this process's CPU affinity with taskset" >&2
+# The first CPU this process may use ("Cpus_allowed_list:	0-3,8").
+cpu="$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)"
+if [ -z "$cpu" ] || ! command -v taskset > /dev/null; then
+  echo "cannot pin the job to one CPU: no Cpus_allowed_list in /proc/self/status, or no taskset" >&2
   exit 1
 fi
 
