@@ -3,9 +3,8 @@
 // thresholds tunable through the environment (like MPICH's MPIR_CVAR_* variables). All ranks
 // must set the same values, or leave them unset alike (in a job whose ranks outnumber a host's
 // CPUs, an unset bcast or reduce threshold is not its default: see from_environment). A rank
-// that picks another algorithm than its peers would exchange
-// messages nobody expects (the collective then fails with a size mismatch or hangs until the
-// job's timeout).
+// that picks another algorithm than its peers would exchange messages nobody expects (the
+// collective then fails with a size mismatch or hangs until the job's timeout).
 //
 //   variable                                      default   meaning
 //   SEMPI_COLL_BCAST_SCATTER_ALLGATHER_MIN        256 KiB   bcast: scatter + ring allgather

@@ -214,9 +214,8 @@ std::int64_t parse_decimal(const std::string& text, std::int64_t min, std::int64
 
 // The slots a -H/--host list ("a,b:4") names if every host in it is this one (a CI script's
 // "-H localhost:4"), as mpirun counts them: N for "host:N" (0 too), 1 for a host without a
-// count, added up over the list (at most 2^32 - 1). nullopt if it names
-// another host, or none: empty entries ("a,") are skipped, as by mpirun, and an empty list
-// names no host.
+// count, added up over the list (at most 2^32 - 1). nullopt if it names another host, or none:
+// empty entries ("a,") are skipped, as by mpirun, and an empty list names no host.
 std::optional<std::uint64_t> slots_on_this_host(std::string_view hosts) {
   constexpr std::uint64_t kCap = UINT32_MAX;
   bool named = false;
@@ -293,7 +292,7 @@ ParsedCommandLine parse_launch_options(std::span<const std::string> args, std::u
   // (repeated within a part, they add up); every part without -n runs on all of them, or on
   // `slots` (the cores) without -H. Not a limit: -n may ask for more, as --oversubscribe lets.
   std::optional<std::uint64_t> host_slots;
-  std::string host_option;  // the -H that set host_slots, for a message
+  std::string host_option;  // the -H options that set host_slots, for a message
   std::vector<bool> sized;  // each part: -n given
   for (;;) {  // one application context per round: its options, then its program
     AppContext& app = options.apps.emplace_back();
